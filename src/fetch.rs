@@ -1,0 +1,430 @@
+//! One HTTP/1.1 exchange, with the exact bytes that went over the wire.
+//!
+//! reqwest normalises headers and hides the raw exchange, so a WARC could not hold what was really
+//! sent and received. Instead hyper's low-level HTTP/1 connection runs over a stream wrapper that
+//! copies every byte written (the request) and read (the response: status line, header case and
+//! order, chunked framing, compressed body as sent). hyper does no redirects, retries, cookies or
+//! decompression here: the crawler decides those itself.
+
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use chrono::{DateTime, Utc};
+use http_body_util::{BodyExt, Empty};
+use hyper::header::{HeaderMap, HeaderValue};
+use sha1::{Digest, Sha1};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tokio::time::timeout_at;
+use url::Url;
+
+use crate::spool::{sha1_label, Spool};
+
+/// Bytes of an HTML body kept in memory for link extraction; the WARC still gets everything.
+pub const KEEP_PAYLOAD_MAX: usize = 20 << 20;
+
+/// What every request carries besides the URL.
+#[derive(Debug, Clone)]
+pub struct FetchSettings {
+    pub user_agent: String,
+    pub timeout: Duration,
+    pub max_body_bytes: u64,
+}
+
+/// Why an exchange produced no response. The numbers are Heritrix's crawl.log codes.
+#[derive(Debug, thiserror::Error)]
+pub enum FetchError {
+    #[error("DNS lookup failed: {0}")]
+    Dns(String),
+    #[error("connection failed: {0}")]
+    Connect(String),
+    #[error("connection broken: {0}")]
+    Broken(String),
+    #[error("timed out after {0:?}")]
+    Timeout(Duration),
+    #[error("{0}")]
+    Other(String),
+}
+
+impl FetchError {
+    /// The crawl.log status for this failure.
+    pub fn status(&self) -> i32 {
+        match self {
+            FetchError::Dns(_) => -1,
+            FetchError::Connect(_) => -2,
+            FetchError::Broken(_) => -3,
+            FetchError::Timeout(_) => -4,
+            FetchError::Other(_) => -5,
+        }
+    }
+}
+
+/// A completed (possibly truncated) exchange.
+#[derive(Debug)]
+pub struct Fetched {
+    pub url: Url,
+    pub ip: IpAddr,
+    /// When the request started: the WARC-Date.
+    pub started: DateTime<Utc>,
+    pub started_at: Instant,
+    /// When the last byte of the response arrived: politeness delays count from here.
+    pub finished_at: Instant,
+    /// The exact request bytes.
+    pub request: Vec<u8>,
+    /// The exact response bytes.
+    pub response: Spool,
+    pub status: u16,
+    pub headers: HeaderMap,
+    /// sha1 over the entity body after transfer decoding (WARC 1.1 §6.3.2), as `sha1:BASE32`.
+    pub payload_digest: String,
+    pub payload_len: u64,
+    /// The body (still content-encoded) when the caller asked to keep it; capped.
+    pub payload: Vec<u8>,
+    /// `length`, `time` or `disconnect` when the body is incomplete.
+    pub truncated: Option<&'static str>,
+}
+
+impl Fetched {
+    /// Seconds from request start to the last response byte.
+    pub fn duration(&self) -> Duration {
+        self.finished_at.saturating_duration_since(self.started_at)
+    }
+
+    /// The first value of a response header, if it is text.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// Every value of a response header that is text.
+    pub fn header_all(&self, name: &str) -> Vec<&str> {
+        self.headers
+            .get_all(name)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .collect()
+    }
+
+    /// The media type of the response, lower-cased, without parameters.
+    pub fn mime(&self) -> Option<String> {
+        let ct = self.header("content-type")?;
+        let mime = ct.split(';').next()?.trim().to_ascii_lowercase();
+        (!mime.is_empty()).then_some(mime)
+    }
+}
+
+/// Makes HTTP/1.1 exchanges. Holds the TLS configuration, built once.
+pub struct Fetcher {
+    settings: FetchSettings,
+    tls: tokio_rustls::TlsConnector,
+}
+
+impl Fetcher {
+    pub fn new(settings: FetchSettings) -> Fetcher {
+        let roots = rustls::RootCertStore {
+            roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+        };
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map(|b| b.with_root_certificates(roots).with_no_client_auth())
+            .unwrap_or_else(|_| {
+                // The ring provider always supports the default versions; this branch only keeps
+                // the constructor infallible.
+                rustls::ClientConfig::builder()
+                    .with_root_certificates(rustls::RootCertStore::empty())
+                    .with_no_client_auth()
+            });
+        // We speak HTTP/1.1 only: the WARC must hold an HTTP/1.x message.
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        Fetcher {
+            settings,
+            tls: tokio_rustls::TlsConnector::from(Arc::new(config)),
+        }
+    }
+
+    pub fn settings(&self) -> &FetchSettings {
+        &self.settings
+    }
+
+    /// GETs `url` from `addr` (already resolved). `keep_payload` decides, from the response
+    /// headers, whether the body is kept in memory for link extraction.
+    pub async fn get(
+        &self,
+        url: &Url,
+        addr: SocketAddr,
+        keep_payload: impl Fn(&HeaderMap) -> bool,
+    ) -> Result<Fetched, FetchError> {
+        let started = Utc::now();
+        let started_at = Instant::now();
+        let deadline = tokio::time::Instant::from_std(started_at + self.settings.timeout);
+        let timeout = || FetchError::Timeout(self.settings.timeout);
+
+        let tcp = timeout_at(deadline, TcpStream::connect(addr))
+            .await
+            .map_err(|_| timeout())?
+            .map_err(|e| FetchError::Connect(e.to_string()))?;
+        let _ = tcp.set_nodelay(true);
+        let stream: Box<dyn Io> = if url.scheme() == "https" {
+            let name = url
+                .host_str()
+                .map(|h| h.trim_start_matches('[').trim_end_matches(']').to_string())
+                .ok_or_else(|| FetchError::Other("URL has no host".into()))?;
+            let server = rustls::pki_types::ServerName::try_from(name)
+                .map_err(|e| FetchError::Connect(format!("bad TLS server name: {e}")))?;
+            let tls = timeout_at(deadline, self.tls.connect(server, tcp))
+                .await
+                .map_err(|_| timeout())?
+                .map_err(|e| FetchError::Connect(format!("TLS: {e}")))?;
+            Box::new(tls)
+        } else {
+            Box::new(tcp)
+        };
+
+        let capture = Arc::new(Mutex::new(Capture::default()));
+        let io = hyper_util::rt::TokioIo::new(Recorder {
+            inner: stream,
+            capture: capture.clone(),
+        });
+        let (mut sender, conn) = hyper::client::conn::http1::Builder::new()
+            .title_case_headers(true)
+            .handshake::<_, Empty<Bytes>>(io)
+            .await
+            .map_err(|e| FetchError::Other(e.to_string()))?;
+        // The connection future drives the socket; it ends when the exchange is over or dropped.
+        let conn_task = tokio::spawn(conn);
+        let outcome = self
+            .exchange(&mut sender, url, deadline, keep_payload)
+            .await;
+        drop(sender);
+        conn_task.abort();
+        let (request, response) = {
+            let mut c = capture.lock().unwrap_or_else(|p| p.into_inner());
+            (std::mem::take(&mut c.request), std::mem::take(&mut c.response))
+        };
+        let body = outcome?;
+        Ok(Fetched {
+            url: url.clone(),
+            ip: addr.ip(),
+            started,
+            started_at,
+            finished_at: body.finished_at,
+            request,
+            response,
+            status: body.status,
+            headers: body.headers,
+            payload_digest: body.digest,
+            payload_len: body.len,
+            payload: body.kept,
+            truncated: body.truncated,
+        })
+    }
+
+    /// Sends the request and reads the whole body, hashing it as it comes.
+    async fn exchange(
+        &self,
+        sender: &mut hyper::client::conn::http1::SendRequest<Empty<Bytes>>,
+        url: &Url,
+        deadline: tokio::time::Instant,
+        keep_payload: impl Fn(&HeaderMap) -> bool,
+    ) -> Result<Body, FetchError> {
+        let request = self.build_request(url)?;
+        let response = timeout_at(deadline, sender.send_request(request))
+            .await
+            .map_err(|_| FetchError::Timeout(self.settings.timeout))?
+            .map_err(|e| classify(&e))?;
+        let (parts, mut body) = response.into_parts();
+        let keep = keep_payload(&parts.headers);
+        let mut out = Body {
+            status: parts.status.as_u16(),
+            headers: parts.headers,
+            digest: String::new(),
+            len: 0,
+            kept: Vec::new(),
+            truncated: None,
+            finished_at: Instant::now(),
+        };
+        let mut hasher = Sha1::new();
+        loop {
+            let frame = match timeout_at(deadline, body.frame()).await {
+                Err(_) => {
+                    out.truncated = Some("time");
+                    break;
+                }
+                Ok(None) => break,
+                Ok(Some(Err(_))) => {
+                    out.truncated = Some("disconnect");
+                    break;
+                }
+                Ok(Some(Ok(frame))) => frame,
+            };
+            let Ok(data) = frame.into_data() else {
+                continue; // trailers: kept in the raw bytes, nothing to hash
+            };
+            let room = self.settings.max_body_bytes.saturating_sub(out.len);
+            let take = (data.len() as u64).min(room) as usize;
+            hasher.update(&data[..take]);
+            out.len += take as u64;
+            if keep && out.kept.len() < KEEP_PAYLOAD_MAX {
+                let k = take.min(KEEP_PAYLOAD_MAX - out.kept.len());
+                out.kept.extend_from_slice(&data[..k]);
+            }
+            if take < data.len() {
+                out.truncated = Some("length");
+                break;
+            }
+        }
+        out.finished_at = Instant::now();
+        out.digest = sha1_label(hasher.finalize().as_slice());
+        Ok(out)
+    }
+
+    fn build_request(&self, url: &Url) -> Result<hyper::Request<Empty<Bytes>>, FetchError> {
+        let mut target = url.path().to_string();
+        if let Some(q) = url.query() {
+            target.push('?');
+            target.push_str(q);
+        }
+        let host = match (url.host_str(), url.port()) {
+            (Some(h), Some(p)) => format!("{h}:{p}"),
+            (Some(h), None) => h.to_string(),
+            (None, _) => return Err(FetchError::Other("URL has no host".into())),
+        };
+        let header = |v: &str| {
+            HeaderValue::from_str(v).map_err(|e| FetchError::Other(format!("bad header: {e}")))
+        };
+        // Header order here is the order on the wire; no cookies, ever.
+        hyper::Request::builder()
+            .method(hyper::Method::GET)
+            .uri(target)
+            .header("Host", header(&host)?)
+            .header("User-Agent", header(&self.settings.user_agent)?)
+            .header(
+                "Accept",
+                "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
+            )
+            .header("Accept-Encoding", "gzip, deflate")
+            .header("Connection", "close")
+            .body(Empty::new())
+            .map_err(|e| FetchError::Other(format!("cannot build the request: {e}")))
+    }
+}
+
+/// What `exchange` learnt about the response.
+struct Body {
+    status: u16,
+    headers: HeaderMap,
+    digest: String,
+    len: u64,
+    kept: Vec<u8>,
+    truncated: Option<&'static str>,
+    finished_at: Instant,
+}
+
+/// hyper's error kinds mapped onto crawl.log codes.
+fn classify(e: &hyper::Error) -> FetchError {
+    if e.is_parse() || e.is_parse_status() {
+        FetchError::Other(format!("malformed response: {e}"))
+    } else if e.is_incomplete_message() || e.is_closed() || e.is_canceled() {
+        FetchError::Broken(e.to_string())
+    } else if e.is_timeout() {
+        FetchError::Timeout(Duration::ZERO)
+    } else {
+        FetchError::Broken(e.to_string())
+    }
+}
+
+/// A plain or TLS stream.
+trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
+
+/// Everything written and read on one connection.
+#[derive(Default)]
+struct Capture {
+    request: Vec<u8>,
+    response: Spool,
+}
+
+/// Copies the bytes passing through a stream into a `Capture`.
+struct Recorder {
+    inner: Box<dyn Io>,
+    capture: Arc<Mutex<Capture>>,
+}
+
+impl Recorder {
+    fn with_capture(&self, f: impl FnOnce(&mut Capture) -> io::Result<()>) -> io::Result<()> {
+        let mut c = self.capture.lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut c)
+    }
+}
+
+impl AsyncRead for Recorder {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        let poll = Pin::new(&mut this.inner).poll_read(cx, buf);
+        if let Poll::Ready(Ok(())) = &poll {
+            let new = &buf.filled()[before..];
+            if !new.is_empty() {
+                // A failing temp file must fail the exchange rather than silently lose bytes.
+                this.with_capture(|c| c.response.append(new))?;
+            }
+        }
+        poll
+    }
+}
+
+impl AsyncWrite for Recorder {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let poll = Pin::new(&mut this.inner).poll_write(cx, buf);
+        if let Poll::Ready(Ok(n)) = &poll {
+            let written = &buf[..*n];
+            this.with_capture(|c| {
+                c.request.extend_from_slice(written);
+                Ok(())
+            })?;
+        }
+        poll
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    }
+}
+
+/// Resolves a URL's host to one socket address. IP literals need no lookup.
+pub async fn resolve(url: &Url) -> Result<SocketAddr, FetchError> {
+    let port = url
+        .port_or_known_default()
+        .ok_or_else(|| FetchError::Other("no port for this scheme".into()))?;
+    match url.host() {
+        Some(url::Host::Ipv4(ip)) => Ok(SocketAddr::new(IpAddr::V4(ip), port)),
+        Some(url::Host::Ipv6(ip)) => Ok(SocketAddr::new(IpAddr::V6(ip), port)),
+        Some(url::Host::Domain(name)) => {
+            let mut addrs = tokio::net::lookup_host((name, port))
+                .await
+                .map_err(|e| FetchError::Dns(format!("{name}: {e}")))?;
+            addrs
+                .next()
+                .ok_or_else(|| FetchError::Dns(format!("{name}: no address")))
+        }
+        None => Err(FetchError::Other("URL has no host".into())),
+    }
+}

@@ -1,0 +1,19 @@
+//! archiver: an archival web crawler.
+//!
+//! Modules in the order a URL travels: profile → frontier → politeness → robots → fetch →
+//! extract → scope → warc/cdx → crawllog/report; `crawl` drives them.
+
+pub mod canon;
+pub mod cdx;
+pub mod crawl;
+pub mod crawllog;
+pub mod extract;
+pub mod fetch;
+pub mod frontier;
+pub mod politeness;
+pub mod profile;
+pub mod report;
+pub mod robots;
+pub mod scope;
+pub mod spool;
+pub mod warc;

@@ -1,0 +1,689 @@
+//! The crawl profile: a TOML file turned into validated settings.
+//!
+//! People write profiles by hand, so every error names the file, the line and the key, and
+//! unknown keys are errors (a misspelt `min_dealy` must not silently leave the default in force).
+
+use std::net::{IpAddr, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use regex::Regex;
+use serde::Deserialize;
+use url::Url;
+
+use crate::warc::WarcVersion;
+
+/// The politeness floor for hosts that are not on loopback: no profile may go below it.
+pub const MIN_DELAY_FLOOR: f64 = 5.0;
+
+/// A profile that could not be used, with where the problem is.
+#[derive(Debug, thiserror::Error)]
+#[error("{file}:{line}: {key}: {message}")]
+pub struct ProfileError {
+    pub file: String,
+    /// 1-based line; 0 when the problem is not on one line (e.g. a missing table).
+    pub line: usize,
+    /// The key as a dotted path, e.g. `politeness.min_delay`.
+    pub key: String,
+    pub message: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawProfile {
+    crawl: RawCrawl,
+    identity: RawIdentity,
+    #[serde(default)]
+    scope: RawScope,
+    #[serde(default)]
+    politeness: RawPoliteness,
+    #[serde(default)]
+    robots: RawRobots,
+    #[serde(default)]
+    limits: RawLimits,
+    #[serde(default)]
+    output: RawOutput,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCrawl {
+    #[serde(default = "default_name")]
+    name: String,
+    seeds: Vec<String>,
+    #[serde(default = "default_sites_at_once")]
+    sites_at_once: i64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawIdentity {
+    user_agent: String,
+    #[serde(default)]
+    operator: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct RawScope {
+    max_hops: i64,
+    max_pages_per_site: i64,
+    include: Vec<String>,
+    exclude: Vec<String>,
+    embeds_off_site: bool,
+}
+
+impl Default for RawScope {
+    fn default() -> Self {
+        RawScope {
+            max_hops: 20,
+            max_pages_per_site: 100_000,
+            include: Vec::new(),
+            exclude: Vec::new(),
+            embeds_off_site: false,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct RawPoliteness {
+    min_delay: f64,
+    delay_factor: f64,
+    max_delay: f64,
+    max_crawl_delay: f64,
+    max_retries: i64,
+}
+
+impl Default for RawPoliteness {
+    fn default() -> Self {
+        RawPoliteness {
+            min_delay: 5.0,
+            delay_factor: 5.0,
+            max_delay: 30.0,
+            max_crawl_delay: 300.0,
+            max_retries: 3,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct RawRobots {
+    obey: bool,
+}
+
+impl Default for RawRobots {
+    fn default() -> Self {
+        RawRobots { obey: true }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct RawLimits {
+    max_body_bytes: i64,
+    timeout: f64,
+}
+
+impl Default for RawLimits {
+    fn default() -> Self {
+        RawLimits {
+            max_body_bytes: 100_000_000,
+            timeout: 60.0,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct RawOutput {
+    dir: String,
+    prefix: String,
+    warc_max_bytes: i64,
+    warc_version: String,
+}
+
+impl Default for RawOutput {
+    fn default() -> Self {
+        RawOutput {
+            dir: "crawls/example".to_string(),
+            prefix: "ARCHIVER".to_string(),
+            warc_max_bytes: 1_000_000_000,
+            warc_version: "1.1".to_string(),
+        }
+    }
+}
+
+fn default_name() -> String {
+    "crawl".to_string()
+}
+
+fn default_sites_at_once() -> i64 {
+    50
+}
+
+/// Validated crawl settings.
+#[derive(Debug, Clone)]
+pub struct Profile {
+    pub path: PathBuf,
+    /// The profile file's bytes, for the warcinfo digest.
+    pub source: String,
+    pub name: String,
+    pub seeds: Vec<Url>,
+    pub sites_at_once: usize,
+    pub user_agent: String,
+    /// The first product token of the user agent, lower-cased: matched against robots.txt
+    /// `User-agent` lines and `<meta name=…>`.
+    pub agent_token: String,
+    pub operator: String,
+    pub scope: ScopeSettings,
+    pub politeness: PolitenessSettings,
+    pub obey_robots: bool,
+    pub max_body_bytes: u64,
+    pub timeout: Duration,
+    pub output_dir: PathBuf,
+    pub prefix: String,
+    pub warc_max_bytes: u64,
+    pub warc_version: WarcVersion,
+}
+
+/// What is in scope.
+#[derive(Debug, Clone)]
+pub struct ScopeSettings {
+    pub max_hops: u32,
+    pub max_pages_per_site: u64,
+    pub include: Vec<Regex>,
+    pub exclude: Vec<Regex>,
+    pub embeds_off_site: bool,
+}
+
+/// How long to wait between requests to one host.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PolitenessSettings {
+    pub min_delay: Duration,
+    pub delay_factor: f64,
+    pub max_delay: Duration,
+    pub max_crawl_delay: Duration,
+    pub max_retries: u32,
+}
+
+impl Default for PolitenessSettings {
+    fn default() -> Self {
+        PolitenessSettings {
+            min_delay: Duration::from_secs(5),
+            delay_factor: 5.0,
+            max_delay: Duration::from_secs(30),
+            max_crawl_delay: Duration::from_secs(300),
+            max_retries: 3,
+        }
+    }
+}
+
+impl Profile {
+    /// Reads and validates a profile file.
+    pub fn load(path: &Path) -> Result<Profile, ProfileError> {
+        let source = std::fs::read_to_string(path).map_err(|e| ProfileError {
+            file: path.display().to_string(),
+            line: 0,
+            key: "-".to_string(),
+            message: format!("cannot read the profile: {e}"),
+        })?;
+        Profile::parse(path, &source)
+    }
+
+    /// Validates a profile's text; `path` names it in errors and anchors relative paths.
+    pub fn parse(path: &Path, source: &str) -> Result<Profile, ProfileError> {
+        let checker = Checker { path, source };
+        let raw: RawProfile = toml::from_str(source).map_err(|e| checker.from_toml(&e))?;
+        checker.validate(raw)
+    }
+
+    /// The effective settings as TOML-like text, for `archiver profile check`.
+    pub fn describe(&self) -> String {
+        let p = &self.politeness;
+        let s = &self.scope;
+        let list = |v: &[Regex]| {
+            let items: Vec<String> = v.iter().map(|r| format!("{:?}", r.as_str())).collect();
+            format!("[{}]", items.join(", "))
+        };
+        let seeds: Vec<String> = self.seeds.iter().map(|u| format!("{:?}", u.as_str())).collect();
+        format!(
+            "# effective settings of {}\n[crawl]\nname = {:?}\nseeds = [{}]\nsites_at_once = {}\n\n\
+             [identity]\nuser_agent = {:?}\n# robots.txt product token: {}\noperator = {:?}\n\n\
+             [scope]\nmax_hops = {}\nmax_pages_per_site = {}\ninclude = {}\nexclude = {}\nembeds_off_site = {}\n\n\
+             [politeness]\nmin_delay = {}\ndelay_factor = {}\nmax_delay = {}\nmax_crawl_delay = {}\nmax_retries = {}\n\n\
+             [robots]\nobey = {}\n\n[limits]\nmax_body_bytes = {}\ntimeout = {}\n\n\
+             [output]\ndir = {:?}\nprefix = {:?}\nwarc_max_bytes = {}\nwarc_version = {:?}\n",
+            self.path.display(),
+            self.name,
+            seeds.join(", "),
+            self.sites_at_once,
+            self.user_agent,
+            self.agent_token,
+            self.operator,
+            s.max_hops,
+            s.max_pages_per_site,
+            list(&s.include),
+            list(&s.exclude),
+            s.embeds_off_site,
+            p.min_delay.as_secs_f64(),
+            p.delay_factor,
+            p.max_delay.as_secs_f64(),
+            p.max_crawl_delay.as_secs_f64(),
+            p.max_retries,
+            self.obey_robots,
+            self.max_body_bytes,
+            self.timeout.as_secs_f64(),
+            self.output_dir.display().to_string(),
+            self.prefix,
+            self.warc_max_bytes,
+            match self.warc_version {
+                WarcVersion::V1_0 => "1.0",
+                WarcVersion::V1_1 => "1.1",
+            },
+        )
+    }
+}
+
+/// Validation with access to the source text, so errors can point at lines.
+struct Checker<'a> {
+    path: &'a Path,
+    source: &'a str,
+}
+
+impl Checker<'_> {
+    fn error(&self, key: &str, message: impl Into<String>) -> ProfileError {
+        ProfileError {
+            file: self.path.display().to_string(),
+            line: self.line_of(key),
+            key: key.to_string(),
+            message: message.into(),
+        }
+    }
+
+    /// The line where a dotted key's value stands, found with toml_edit's spans.
+    fn line_of(&self, key: &str) -> usize {
+        let Ok(doc) = self.source.parse::<toml_edit::ImDocument<String>>() else {
+            return 0;
+        };
+        let mut item: Option<&toml_edit::Item> = None;
+        let mut table = doc.as_table();
+        let mut span = None;
+        for part in key.split('.') {
+            let Some((k, it)) = table.get_key_value(part) else {
+                break;
+            };
+            span = k.span().or_else(|| it.span());
+            item = Some(it);
+            match it.as_table() {
+                Some(t) => table = t,
+                None => break,
+            }
+        }
+        let _ = item;
+        span.map(|s| self.line_at(s.start)).unwrap_or(0)
+    }
+
+    fn line_at(&self, offset: usize) -> usize {
+        let end = offset.min(self.source.len());
+        self.source.as_bytes()[..end].iter().filter(|&&b| b == b'\n').count() + 1
+    }
+
+    /// Turns a TOML/serde error into one that names the line and the key.
+    fn from_toml(&self, e: &toml::de::Error) -> ProfileError {
+        let line = e.span().map(|s| self.line_at(s.start)).unwrap_or(0);
+        let key = e
+            .span()
+            .map(|s| self.key_at(s.start))
+            .unwrap_or_else(|| "-".to_string());
+        let message = e.message().trim().to_string();
+        let message = match message.strip_prefix("missing field ") {
+            Some(field) => format!("missing required key {field}"),
+            None => message.replace("unknown field", "unknown key"),
+        };
+        ProfileError {
+            file: self.path.display().to_string(),
+            line,
+            key,
+            message,
+        }
+    }
+
+    /// The dotted key of the line at `offset`: `[table]` header above it + the key on the line.
+    fn key_at(&self, offset: usize) -> String {
+        let end = offset.min(self.source.len());
+        let before = &self.source[..end];
+        let line_start = before.rfind('\n').map(|i| i + 1).unwrap_or(0);
+        let line = self.source[line_start..].lines().next().unwrap_or("");
+        let table = before[..line_start]
+            .lines()
+            .rev()
+            .map(str::trim)
+            .find(|l| l.starts_with('[') && !l.starts_with("[["))
+            .map(|l| l.trim_matches(|c| c == '[' || c == ']').trim().to_string());
+        let trimmed = line.trim();
+        if trimmed.starts_with('[') {
+            return trimmed.trim_matches(|c| c == '[' || c == ']').trim().to_string();
+        }
+        let key = trimmed
+            .split('=')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .trim_matches('"');
+        match (table, key.is_empty()) {
+            (Some(t), false) => format!("{t}.{key}"),
+            (Some(t), true) => t,
+            (None, false) => key.to_string(),
+            (None, true) => "-".to_string(),
+        }
+    }
+
+    fn validate(&self, raw: RawProfile) -> Result<Profile, ProfileError> {
+        let seeds = self.seeds(&raw.crawl.seeds)?;
+        let (user_agent, agent_token) = self.user_agent(&raw.identity.user_agent)?;
+        let politeness = self.politeness(&raw.politeness, &seeds)?;
+        let scope = self.scope(&raw.scope)?;
+        let sites_at_once = self.positive("crawl.sites_at_once", raw.crawl.sites_at_once)?;
+        if raw.crawl.name.trim().is_empty() || raw.crawl.name.contains(['\r', '\n']) {
+            return Err(self.error("crawl.name", "must be a non-empty single line"));
+        }
+        if !raw.robots.obey {
+            return Err(self.error(
+                "robots.obey",
+                "this version always obeys robots.txt; obey = false is not supported yet",
+            ));
+        }
+        let max_body_bytes = self.positive("limits.max_body_bytes", raw.limits.max_body_bytes)?;
+        let timeout = self.seconds("limits.timeout", raw.limits.timeout)?;
+        if timeout.is_zero() {
+            return Err(self.error("limits.timeout", "must be more than 0 seconds"));
+        }
+        let out = &raw.output;
+        if out.prefix.is_empty()
+            || !out
+                .prefix
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        {
+            return Err(self.error(
+                "output.prefix",
+                "must be non-empty and use only letters, digits, '-', '_' and '.'",
+            ));
+        }
+        if out.dir.trim().is_empty() {
+            return Err(self.error("output.dir", "must not be empty"));
+        }
+        let warc_version = match out.warc_version.as_str() {
+            "1.1" => WarcVersion::V1_1,
+            "1.0" => WarcVersion::V1_0,
+            other => {
+                return Err(self.error(
+                    "output.warc_version",
+                    format!("must be \"1.1\" or \"1.0\", not {other:?}"),
+                ))
+            }
+        };
+        let warc_max_bytes = self.positive("output.warc_max_bytes", out.warc_max_bytes)?;
+        let base = self.path.parent().unwrap_or(Path::new("."));
+        Ok(Profile {
+            path: self.path.to_path_buf(),
+            source: self.source.to_string(),
+            name: raw.crawl.name.trim().to_string(),
+            seeds,
+            sites_at_once: sites_at_once as usize,
+            user_agent,
+            agent_token,
+            operator: raw.identity.operator.trim().to_string(),
+            scope,
+            politeness,
+            obey_robots: raw.robots.obey,
+            max_body_bytes,
+            timeout,
+            output_dir: base.join(&out.dir),
+            prefix: out.prefix.clone(),
+            warc_max_bytes,
+            warc_version,
+        })
+    }
+
+    fn seeds(&self, raw: &[String]) -> Result<Vec<Url>, ProfileError> {
+        if raw.is_empty() {
+            return Err(self.error("crawl.seeds", "needs at least one seed URL"));
+        }
+        raw.iter()
+            .map(|s| {
+                let mut url = Url::parse(s.trim())
+                    .map_err(|e| self.error("crawl.seeds", format!("{s:?} is not a URL: {e}")))?;
+                if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+                    return Err(self.error(
+                        "crawl.seeds",
+                        format!("{s:?}: only http:// and https:// URLs with a host can be crawled"),
+                    ));
+                }
+                url.set_fragment(None);
+                Ok(url)
+            })
+            .collect()
+    }
+
+    /// The user agent must carry a contact URL; its first product token names us in robots.txt.
+    fn user_agent(&self, raw: &str) -> Result<(String, String), ProfileError> {
+        let ua = raw.trim();
+        if ua.contains(['\r', '\n']) || !ua.is_ascii() {
+            return Err(self.error("identity.user_agent", "must be one line of ASCII text"));
+        }
+        if !(ua.contains("http://") || ua.contains("https://")) {
+            return Err(self.error(
+                "identity.user_agent",
+                "must contain a contact URL (http:// or https://) so webmasters can reach you, \
+                 e.g. \"archiver/0.1 (+https://example.org/contact)\"",
+            ));
+        }
+        let token: String = ua
+            .split(['/', ' '])
+            .next()
+            .unwrap_or("")
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+            .collect::<String>()
+            .to_ascii_lowercase();
+        if token.is_empty() {
+            return Err(self.error(
+                "identity.user_agent",
+                "must start with a product token such as \"archiver/0.1\"",
+            ));
+        }
+        Ok((ua.to_string(), token))
+    }
+
+    fn politeness(
+        &self,
+        raw: &RawPoliteness,
+        seeds: &[Url],
+    ) -> Result<PolitenessSettings, ProfileError> {
+        let min_delay = self.seconds("politeness.min_delay", raw.min_delay)?;
+        let max_delay = self.seconds("politeness.max_delay", raw.max_delay)?;
+        let max_crawl_delay = self.seconds("politeness.max_crawl_delay", raw.max_crawl_delay)?;
+        if !(raw.delay_factor.is_finite() && raw.delay_factor >= 0.0 && raw.delay_factor <= 1000.0)
+        {
+            return Err(self.error(
+                "politeness.delay_factor",
+                "must be a number from 0 to 1000",
+            ));
+        }
+        if raw.min_delay < MIN_DELAY_FLOOR {
+            if let Some(host) = seeds.iter().find(|u| !is_loopback_host(u)) {
+                return Err(self.error(
+                    "politeness.min_delay",
+                    format!(
+                        "{} s is below the {MIN_DELAY_FLOOR} s floor; a shorter delay is allowed only \
+                         for hosts on loopback addresses, and seed {} is not",
+                        raw.min_delay, host
+                    ),
+                ));
+            }
+        }
+        if max_delay < min_delay {
+            return Err(self.error(
+                "politeness.max_delay",
+                "must not be less than min_delay",
+            ));
+        }
+        let max_retries = u32::try_from(raw.max_retries)
+            .ok()
+            .filter(|&n| n <= 100)
+            .ok_or_else(|| self.error("politeness.max_retries", "must be from 0 to 100"))?;
+        Ok(PolitenessSettings {
+            min_delay,
+            delay_factor: raw.delay_factor,
+            max_delay,
+            max_crawl_delay,
+            max_retries,
+        })
+    }
+
+    fn scope(&self, raw: &RawScope) -> Result<ScopeSettings, ProfileError> {
+        let regexes = |key: &str, list: &[String]| -> Result<Vec<Regex>, ProfileError> {
+            list.iter()
+                .map(|r| {
+                    Regex::new(r)
+                        .map_err(|e| self.error(key, format!("{r:?} is not a valid regex: {e}")))
+                })
+                .collect()
+        };
+        let max_hops = u32::try_from(raw.max_hops)
+            .map_err(|_| self.error("scope.max_hops", "must be 0 or more"))?;
+        Ok(ScopeSettings {
+            max_hops,
+            max_pages_per_site: self.positive("scope.max_pages_per_site", raw.max_pages_per_site)?,
+            include: regexes("scope.include", &raw.include)?,
+            exclude: regexes("scope.exclude", &raw.exclude)?,
+            embeds_off_site: raw.embeds_off_site,
+        })
+    }
+
+    fn positive(&self, key: &str, value: i64) -> Result<u64, ProfileError> {
+        u64::try_from(value)
+            .ok()
+            .filter(|&v| v > 0)
+            .ok_or_else(|| self.error(key, format!("must be a whole number above 0, not {value}")))
+    }
+
+    fn seconds(&self, key: &str, value: f64) -> Result<Duration, ProfileError> {
+        if !value.is_finite() || !(0.0..=86_400.0).contains(&value) {
+            return Err(self.error(
+                key,
+                format!("must be a number of seconds from 0 to 86400, not {value}"),
+            ));
+        }
+        Ok(Duration::from_secs_f64(value))
+    }
+}
+
+/// True when every address the URL's host resolves to is a loopback address.
+/// Name resolution failures count as "not loopback", which keeps the 5 s floor.
+pub fn is_loopback_host(url: &Url) -> bool {
+    match url.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        Some(url::Host::Domain(name)) => {
+            let port = url.port_or_known_default().unwrap_or(80);
+            match (name, port).to_socket_addrs() {
+                Ok(addrs) => {
+                    let addrs: Vec<IpAddr> = addrs.map(|a| a.ip()).collect();
+                    !addrs.is_empty() && addrs.iter().all(|ip| ip.is_loopback())
+                }
+                Err(_) => false,
+            }
+        }
+        None => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+[crawl]
+name = "t"
+seeds = ["http://127.0.0.1:8080/"]
+[identity]
+user_agent = "archiver/0.1 (+https://example.org/contact)"
+[politeness]
+min_delay = 0.5
+"#;
+
+    fn parse(src: &str) -> Result<Profile, ProfileError> {
+        Profile::parse(Path::new("/p/site.toml"), src)
+    }
+
+    #[test]
+    fn good_profile_gets_defaults() {
+        let p = parse(GOOD).unwrap();
+        assert_eq!(p.agent_token, "archiver");
+        assert_eq!(p.politeness.min_delay, Duration::from_millis(500));
+        assert_eq!(p.scope.max_hops, 20);
+        assert_eq!(p.output_dir, Path::new("/p/crawls/example"));
+        assert_eq!(p.warc_version, WarcVersion::V1_1);
+    }
+
+    #[test]
+    fn unknown_key_names_file_line_and_key() {
+        let src = GOOD.replace("min_delay = 0.5", "min_delay = 0.5\nmin_dealy = 3");
+        let e = parse(&src).unwrap_err();
+        assert_eq!(e.file, "/p/site.toml");
+        assert_eq!(e.line, 9);
+        assert_eq!(e.key, "politeness.min_dealy");
+        assert!(e.message.contains("unknown key"), "{e}");
+    }
+
+    #[test]
+    fn wrong_type_names_the_key() {
+        let src = GOOD.replace("min_delay = 0.5", "min_delay = \"fast\"");
+        let e = parse(&src).unwrap_err();
+        assert_eq!((e.line, e.key.as_str()), (8, "politeness.min_delay"), "{e}");
+    }
+
+    #[test]
+    fn short_delay_refused_off_loopback() {
+        let src = GOOD.replace("http://127.0.0.1:8080/", "http://192.0.2.1/");
+        let e = parse(&src).unwrap_err();
+        assert_eq!(e.key, "politeness.min_delay");
+        assert_eq!(e.line, 8);
+        assert!(e.message.contains("loopback"), "{e}");
+    }
+
+    #[test]
+    fn user_agent_needs_contact_url() {
+        let src = GOOD.replace("(+https://example.org/contact)", "(no contact)");
+        let e = parse(&src).unwrap_err();
+        assert_eq!(e.key, "identity.user_agent");
+        assert_eq!(e.line, 6);
+    }
+
+    #[test]
+    fn missing_seeds_is_named() {
+        let src = GOOD.replace("seeds = [\"http://127.0.0.1:8080/\"]\n", "");
+        let e = parse(&src).unwrap_err();
+        assert!(e.message.contains("seeds"), "{e}");
+    }
+
+    #[test]
+    fn bad_regex_and_version_are_named() {
+        let src = format!("{GOOD}[scope]\nexclude = [\"(\"]\n");
+        assert_eq!(parse(&src).unwrap_err().key, "scope.exclude");
+        let src = format!("{GOOD}[output]\nwarc_version = \"2.0\"\n");
+        let e = parse(&src).unwrap_err();
+        assert_eq!((e.key.as_str(), e.line), ("output.warc_version", 10));
+    }
+
+    #[test]
+    fn loopback_detection() {
+        assert!(is_loopback_host(&Url::parse("http://127.0.0.9/").unwrap()));
+        assert!(is_loopback_host(&Url::parse("http://[::1]:81/").unwrap()));
+        assert!(!is_loopback_host(&Url::parse("http://192.0.2.1/").unwrap()));
+    }
+}
