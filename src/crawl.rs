@@ -9,6 +9,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -56,8 +57,15 @@ struct Site {
 
 /// What a worker does next.
 enum Job {
-    Robots { origin: String, budget: String },
-    Fetch { origin: String, budget: String, candidate: Candidate },
+    Robots {
+        origin: String,
+        budget: String,
+    },
+    Fetch {
+        origin: String,
+        budget: String,
+        candidate: Box<Candidate>,
+    },
 }
 
 /// Everything behind the scheduler lock.
@@ -81,6 +89,8 @@ pub struct Crawler {
     log: Mutex<CrawlLog>,
     stats: Mutex<Stats>,
     progress: Progress,
+    /// Set by Ctrl-C: workers finish the exchange in flight and take no new job.
+    stopping: AtomicBool,
 }
 
 /// Runs the crawl a profile describes, to the end. Returns the final statistics.
@@ -106,8 +116,10 @@ pub async fn run(profile: Profile) -> anyhow::Result<Stats> {
         log: Mutex::new(log),
         stats: Mutex::new(Stats::default()),
         progress: Progress::new(),
+        stopping: AtomicBool::new(false),
         profile,
     });
+    watch_ctrl_c(crawler.clone());
     crawler.queue_seeds();
     let workers: Vec<_> = (0..crawler.profile.sites_at_once)
         .map(|i| {
@@ -122,8 +134,29 @@ pub async fn run(profile: Profile) -> anyhow::Result<Stats> {
     lock(&crawler.warc)
         .close()
         .context("cannot close the last WARC file")?;
-    let stats = lock(&crawler.stats).clone();
+    let mut stats = lock(&crawler.stats).clone();
+    stats.left_queued = lock(&crawler.state).frontier.total_queued() as u64;
+    stats.interrupted = crawler.stopping.load(Ordering::SeqCst);
     Ok(stats)
+}
+
+/// First Ctrl-C: finish the exchanges in flight, close the WARC files, stop. Second: stop at
+/// once; every record already written is a complete gzip member and stays readable.
+fn watch_ctrl_c(crawler: Arc<Crawler>) {
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_err() {
+            return;
+        }
+        eprintln!(
+            "\narchiver: stopping after the requests in flight (Ctrl-C again to stop at once)"
+        );
+        crawler.stopping.store(true, Ordering::SeqCst);
+        crawler.wake.notify_waiters();
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("archiver: stopped at once; the WARC being written keeps its .open name");
+            std::process::exit(130);
+        }
+    });
 }
 
 fn warc_settings(p: &Profile) -> WarcSettings {
@@ -225,7 +258,7 @@ impl Crawler {
                     budget,
                     candidate,
                 } => {
-                    let next = self.run_fetch(&origin, candidate, thread).await;
+                    let next = self.run_fetch(&origin, *candidate, thread).await;
                     (budget, next)
                 }
             };
@@ -250,6 +283,9 @@ impl Crawler {
         loop {
             // Registered before looking, so a wake-up between the look and the wait is not lost.
             let woken = self.wake.notified();
+            if self.stopping.load(Ordering::SeqCst) {
+                return None;
+            }
             let wait = {
                 let mut st = lock(&self.state);
                 match st.sched.next(Instant::now()) {
@@ -305,7 +341,11 @@ impl Crawler {
                 }
                 RobotsState::GivenUp => {
                     for c in st.frontier.drain(&origin) {
-                        self.log_unfetched(&c, status::ROBOTS_PREREQUISITE_FAILED, "robots-unavailable");
+                        self.log_unfetched(
+                            &c,
+                            status::ROBOTS_PREREQUISITE_FAILED,
+                            "robots-unavailable",
+                        );
                     }
                     continue;
                 }
@@ -321,7 +361,7 @@ impl Crawler {
                     return Some(Job::Fetch {
                         origin,
                         budget: budget.to_string(),
-                        candidate,
+                        candidate: Box::new(candidate),
                     });
                 }
                 self.log_unfetched(&candidate, status::ROBOTS_PRECLUDED, "robots");
@@ -374,7 +414,9 @@ impl Crawler {
             let mut f = fetched;
             self.archive(&candidate, &mut f, thread, Vec::new());
             match location {
-                Some(target) if (300..400).contains(&f.status) && hop < robots::MAX_ROBOTS_REDIRECTS => {
+                Some(target)
+                    if (300..400).contains(&f.status) && hop < robots::MAX_ROBOTS_REDIRECTS =>
+                {
                     via = url.clone();
                     url = target;
                     path.push('R');
@@ -387,8 +429,17 @@ impl Crawler {
                         &f.payload[..],
                         robots::MAX_ROBOTS_BYTES,
                     );
-                    let status = if (300..400).contains(&f.status) { 500 } else { f.status };
-                    outcome = Some(Policy::from_answer(status, &body.bytes, &token, Instant::now()));
+                    let status = if (300..400).contains(&f.status) {
+                        500
+                    } else {
+                        f.status
+                    };
+                    outcome = Some(Policy::from_answer(
+                        status,
+                        &body.bytes,
+                        &token,
+                        Instant::now(),
+                    ));
                     break;
                 }
             }
@@ -397,7 +448,12 @@ impl Crawler {
     }
 
     /// Records what robots.txt said; on failure schedules another try or gives the site up.
-    fn settle_robots(&self, origin: &str, outcome: Option<(Policy, Verdict)>, next_at: Instant) -> Instant {
+    fn settle_robots(
+        &self,
+        origin: &str,
+        outcome: Option<(Policy, Verdict)>,
+        next_at: Instant,
+    ) -> Instant {
         let mut st = lock(&self.state);
         let max_retries = self.profile.politeness.max_retries;
         let Some(site) = st.sites.get_mut(origin) else {
@@ -419,7 +475,9 @@ impl Crawler {
                 } else {
                     site.robots = RobotsState::Unavailable { attempts };
                     // Back off: wait twice as long after each failure.
-                    let base = next_at.saturating_duration_since(Instant::now()).max(Duration::from_secs(1));
+                    let base = next_at
+                        .saturating_duration_since(Instant::now())
+                        .max(Duration::from_secs(1));
                     Instant::now() + base * 2u32.saturating_pow(attempts)
                 }
             }
@@ -452,7 +510,12 @@ impl Crawler {
             RobotsState::Known(p) => p.crawl_delay,
             _ => None,
         });
-        let d = politeness::delay_after(&self.profile.politeness, loopback, f.duration(), crawl_delay);
+        let d = politeness::delay_after(
+            &self.profile.politeness,
+            loopback,
+            f.duration(),
+            crawl_delay,
+        );
         d.max(retry_after.unwrap_or(Duration::ZERO))
     }
 
@@ -465,12 +528,22 @@ impl Crawler {
             Err(e) => {
                 let start = Instant::now();
                 if retries_left && !matches!(e, FetchError::Other(_)) {
-                    self.log_error(&candidate, &e, thread, vec![format!("retry:{}", candidate.attempts)]);
+                    self.log_error(
+                        &candidate,
+                        &e,
+                        thread,
+                        vec![format!("retry:{}", candidate.attempts)],
+                    );
                     self.retry_later(origin, candidate);
                 } else {
                     self.log_error(&candidate, &e, thread, Vec::new());
                 }
-                let base = politeness::delay_after(&self.profile.politeness, self.is_loopback(origin), Duration::ZERO, None);
+                let base = politeness::delay_after(
+                    &self.profile.politeness,
+                    self.is_loopback(origin),
+                    Duration::ZERO,
+                    None,
+                );
                 return start + base;
             }
         };
@@ -480,7 +553,12 @@ impl Crawler {
         let next_at = f.finished_at + self.delay_for(origin, &f, retry_after);
         let transient = f.status == 429 || f.status >= 500 || f.truncated == Some("disconnect");
         if transient && retries_left {
-            self.log_fetched(&candidate, &f, thread, vec![format!("retry:{}", candidate.attempts)]);
+            self.log_fetched(
+                &candidate,
+                &f,
+                thread,
+                vec![format!("retry:{}", candidate.attempts)],
+            );
             self.retry_later(origin, candidate);
             return next_at;
         }
@@ -500,7 +578,10 @@ impl Crawler {
     }
 
     fn is_loopback(&self, origin: &str) -> bool {
-        lock(&self.state).sites.get(origin).is_some_and(|s| s.loopback)
+        lock(&self.state)
+            .sites
+            .get(origin)
+            .is_some_and(|s| s.loopback)
     }
 
     fn retry_later(&self, origin: &str, candidate: Candidate) {
@@ -526,11 +607,20 @@ impl Crawler {
             });
         }
         if (200..300).contains(&f.status) && !f.payload.is_empty() && is_html(&f.headers) {
-            let decoded = extract::decode_body(f.header("content-encoding"), &f.payload[..], MAX_DECODED_HTML);
-            let charset = f
-                .header("content-type")
-                .and_then(|ct| ct.split(';').find_map(|p| p.trim().strip_prefix("charset=")))
-                .map(|c| c.trim_matches('"').to_string());
+            let decoded = extract::decode_body(
+                f.header("content-encoding"),
+                &f.payload[..],
+                MAX_DECODED_HTML,
+            );
+            // extract_html cleans the label (quotes, case) itself.
+            let charset = f.header("content-type").and_then(|ct| {
+                ct.split(';').find_map(|p| {
+                    let (k, v) = p.split_once('=')?;
+                    k.trim()
+                        .eq_ignore_ascii_case("charset")
+                        .then(|| v.to_string())
+                })
+            });
             let page = extract::extract_html(&decoded.bytes, charset.as_deref(), &f.url, token);
             directives.merge(page.directives);
             links.extend(page.links);
@@ -553,7 +643,10 @@ impl Crawler {
                 via: Some(parent.url.clone()),
                 attempts: 0,
             };
-            match self.scope.decide(&candidate.url, candidate.hops(), link.hop, &parent.url) {
+            match self
+                .scope
+                .decide(&candidate.url, candidate.hops(), link.hop, &parent.url)
+            {
                 Ok(()) => self.enqueue(&mut st, candidate),
                 Err(r) => self.log_unfetched(&candidate, status::OUT_OF_SCOPE, r.annotation()),
             }

@@ -149,7 +149,9 @@ mod tests {
             ..Entry::default()
         };
         let line = format_line(now, &e);
-        assert!(line.contains("-9998          - http://h/private/x%20y LL http://h/ - #000 - - - robots_disallowed"));
+        assert!(line.contains(
+            "-9998          - http://h/private/x%20y LL http://h/ - #000 - - - robots_disallowed"
+        ));
         assert!(line.ends_with(r#"{"error":"a b"}"#));
     }
 }

@@ -204,7 +204,10 @@ impl Fetcher {
         conn_task.abort();
         let (request, response) = {
             let mut c = capture.lock().unwrap_or_else(|p| p.into_inner());
-            (std::mem::take(&mut c.request), std::mem::take(&mut c.response))
+            (
+                std::mem::take(&mut c.request),
+                std::mem::take(&mut c.response),
+            )
         };
         let body = outcome?;
         Ok(Fetched {

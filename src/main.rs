@@ -53,7 +53,12 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match (cli.command, cli.profile) {
         (Some(Command::Crawl { profile }), _) | (None, Some(profile)) => crawl(profile),
-        (Some(Command::Profile { command: ProfileCommand::Check { file } }), _) => check(file),
+        (
+            Some(Command::Profile {
+                command: ProfileCommand::Check { file },
+            }),
+            _,
+        ) => check(file),
         (None, None) => {
             eprintln!("archiver: nothing to do; try `archiver crawl --profile FILE` or --help");
             ExitCode::from(2)
@@ -61,7 +66,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn load(path: &PathBuf) -> Result<Profile, ExitCode> {
+fn load(path: &std::path::Path) -> Result<Profile, ExitCode> {
     Profile::load(path).map_err(|e| {
         eprintln!("archiver: bad profile: {e}");
         ExitCode::from(2)
@@ -85,7 +90,10 @@ fn crawl(path: PathBuf) -> ExitCode {
     };
     let name = profile.name.clone();
     let out = profile.output_dir.clone();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(r) => r,
         Err(e) => {
             eprintln!("archiver: cannot start the async runtime: {e}");

@@ -216,9 +216,18 @@ mod tests {
     #[test]
     fn crawl_delay_may_exceed_max_delay_up_to_its_cap() {
         let s = settings(5.0, 5.0, 30.0);
-        assert_eq!(delay_after(&s, false, secs(0.1), Some(secs(60.0))), secs(60.0));
-        assert_eq!(delay_after(&s, false, secs(0.1), Some(secs(9999.0))), secs(300.0));
-        assert_eq!(delay_after(&s, false, secs(0.1), Some(secs(1.0))), secs(5.0));
+        assert_eq!(
+            delay_after(&s, false, secs(0.1), Some(secs(60.0))),
+            secs(60.0)
+        );
+        assert_eq!(
+            delay_after(&s, false, secs(0.1), Some(secs(9999.0))),
+            secs(300.0)
+        );
+        assert_eq!(
+            delay_after(&s, false, secs(0.1), Some(secs(1.0))),
+            secs(5.0)
+        );
     }
 
     #[test]

@@ -235,7 +235,7 @@ impl Profile {
     /// Validates a profile's text; `path` names it in errors and anchors relative paths.
     pub fn parse(path: &Path, source: &str) -> Result<Profile, ProfileError> {
         let checker = Checker { path, source };
-        let raw: RawProfile = toml::from_str(source).map_err(|e| checker.from_toml(&e))?;
+        let raw: RawProfile = toml::from_str(source).map_err(|e| checker.toml_error(&e))?;
         checker.validate(raw)
     }
 
@@ -247,7 +247,11 @@ impl Profile {
             let items: Vec<String> = v.iter().map(|r| format!("{:?}", r.as_str())).collect();
             format!("[{}]", items.join(", "))
         };
-        let seeds: Vec<String> = self.seeds.iter().map(|u| format!("{:?}", u.as_str())).collect();
+        let seeds: Vec<String> = self
+            .seeds
+            .iter()
+            .map(|u| format!("{:?}", u.as_str()))
+            .collect();
         format!(
             "# effective settings of {}\n[crawl]\nname = {:?}\nseeds = [{}]\nsites_at_once = {}\n\n\
              [identity]\nuser_agent = {:?}\n# robots.txt product token: {}\noperator = {:?}\n\n\
@@ -327,11 +331,15 @@ impl Checker<'_> {
 
     fn line_at(&self, offset: usize) -> usize {
         let end = offset.min(self.source.len());
-        self.source.as_bytes()[..end].iter().filter(|&&b| b == b'\n').count() + 1
+        self.source.as_bytes()[..end]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count()
+            + 1
     }
 
     /// Turns a TOML/serde error into one that names the line and the key.
-    fn from_toml(&self, e: &toml::de::Error) -> ProfileError {
+    fn toml_error(&self, e: &toml::de::Error) -> ProfileError {
         let line = e.span().map(|s| self.line_at(s.start)).unwrap_or(0);
         let key = e
             .span()
@@ -364,7 +372,10 @@ impl Checker<'_> {
             .map(|l| l.trim_matches(|c| c == '[' || c == ']').trim().to_string());
         let trimmed = line.trim();
         if trimmed.starts_with('[') {
-            return trimmed.trim_matches(|c| c == '[' || c == ']').trim().to_string();
+            return trimmed
+                .trim_matches(|c| c == '[' || c == ']')
+                .trim()
+                .to_string();
         }
         let key = trimmed
             .split('=')
@@ -508,10 +519,7 @@ impl Checker<'_> {
         let max_crawl_delay = self.seconds("politeness.max_crawl_delay", raw.max_crawl_delay)?;
         if !(raw.delay_factor.is_finite() && raw.delay_factor >= 0.0 && raw.delay_factor <= 1000.0)
         {
-            return Err(self.error(
-                "politeness.delay_factor",
-                "must be a number from 0 to 1000",
-            ));
+            return Err(self.error("politeness.delay_factor", "must be a number from 0 to 1000"));
         }
         if raw.min_delay < MIN_DELAY_FLOOR {
             if let Some(host) = seeds.iter().find(|u| !is_loopback_host(u)) {
@@ -526,10 +534,7 @@ impl Checker<'_> {
             }
         }
         if max_delay < min_delay {
-            return Err(self.error(
-                "politeness.max_delay",
-                "must not be less than min_delay",
-            ));
+            return Err(self.error("politeness.max_delay", "must not be less than min_delay"));
         }
         let max_retries = u32::try_from(raw.max_retries)
             .ok()
@@ -557,7 +562,8 @@ impl Checker<'_> {
             .map_err(|_| self.error("scope.max_hops", "must be 0 or more"))?;
         Ok(ScopeSettings {
             max_hops,
-            max_pages_per_site: self.positive("scope.max_pages_per_site", raw.max_pages_per_site)?,
+            max_pages_per_site: self
+                .positive("scope.max_pages_per_site", raw.max_pages_per_site)?,
             include: regexes("scope.include", &raw.include)?,
             exclude: regexes("scope.exclude", &raw.exclude)?,
             embeds_off_site: raw.embeds_off_site,

@@ -17,6 +17,10 @@ pub struct Stats {
     pub discarded: u64,
     /// Response bytes written to WARC files.
     pub bytes: u64,
+    /// URLs still queued when the crawl ended (only after an interruption).
+    pub left_queued: u64,
+    /// True when Ctrl-C stopped the crawl.
+    pub interrupted: bool,
 }
 
 impl Stats {
@@ -35,8 +39,16 @@ impl Stats {
 
     /// A short human summary.
     pub fn summary(&self, name: &str, out: &Path) -> String {
+        let how = if self.interrupted {
+            format!(
+                "stopped by Ctrl-C with {} URLs still queued",
+                self.left_queued
+            )
+        } else {
+            "finished".to_string()
+        };
         let mut s = format!(
-            "crawl {name:?} finished\n  fetched:    {}\n  archived:   {} exchanges, {} bytes\n  discarded:  {} (noindex/noarchive/none)\n  by status:",
+            "crawl {name:?} {how}\n  fetched:    {}\n  archived:   {} exchanges, {} bytes\n  discarded:  {} (noindex/noarchive/none)\n  by status:",
             self.fetched(),
             self.archived,
             self.bytes,

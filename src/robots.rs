@@ -54,14 +54,22 @@ pub enum Verdict {
 impl Policy {
     /// Rules from a final (non-redirect) robots.txt answer. `body` is the payload after content
     /// decoding. 2xx: parse; 4xx: allow all; anything else: unavailable (disallow all for now).
-    pub fn from_answer(status: u16, body: &[u8], agent_token: &str, now: Instant) -> (Policy, Verdict) {
+    pub fn from_answer(
+        status: u16,
+        body: &[u8],
+        agent_token: &str,
+        now: Instant,
+    ) -> (Policy, Verdict) {
         match status {
             200..=299 => (Policy::parse(body, agent_token, now), Verdict::Rules),
             400..=499 => (
                 Policy::fixed(Rules::AllowAll, now, format!("{status}: allow all")),
                 Verdict::Rules,
             ),
-            _ => (Policy::unavailable(now, format!("{status}: disallow all for now")), Verdict::Unavailable),
+            _ => (
+                Policy::unavailable(now, format!("{status}: disallow all for now")),
+                Verdict::Unavailable,
+            ),
         }
     }
 

@@ -105,7 +105,10 @@ mod tests {
     fn origin_is_scheme_host_and_port() {
         let s = scope(false);
         let via = u("http://site.example/");
-        assert_eq!(s.decide(&u("http://site.example/a"), 1, Hop::Link, &via), Ok(()));
+        assert_eq!(
+            s.decide(&u("http://site.example/a"), 1, Hop::Link, &via),
+            Ok(())
+        );
         assert_eq!(
             s.decide(&u("https://site.example/a"), 1, Hop::Link, &via),
             Err(Rejection::OffSite)
@@ -120,7 +123,10 @@ mod tests {
     fn include_exclude_and_hops() {
         let s = scope(false);
         let via = u("http://site.example/");
-        assert_eq!(s.decide(&u("https://cdn.example/x.css"), 1, Hop::Link, &via), Ok(()));
+        assert_eq!(
+            s.decide(&u("https://cdn.example/x.css"), 1, Hop::Link, &via),
+            Ok(())
+        );
         assert_eq!(
             s.decide(&u("http://site.example/private/x"), 1, Hop::Link, &via),
             Err(Rejection::Excluded)
@@ -135,10 +141,16 @@ mod tests {
     fn embeds_off_site_only_when_asked_and_only_one_hop() {
         let via = u("http://site.example/page");
         let img = u("http://other.example/a.png");
-        assert_eq!(scope(false).decide(&img, 1, Hop::Embed, &via), Err(Rejection::OffSite));
+        assert_eq!(
+            scope(false).decide(&img, 1, Hop::Embed, &via),
+            Err(Rejection::OffSite)
+        );
         assert_eq!(scope(true).decide(&img, 1, Hop::Embed, &via), Ok(()));
         // A link is never transcluded, and an embed of an off-site page is not either.
-        assert_eq!(scope(true).decide(&img, 1, Hop::Link, &via), Err(Rejection::OffSite));
+        assert_eq!(
+            scope(true).decide(&img, 1, Hop::Link, &via),
+            Err(Rejection::OffSite)
+        );
         let off = u("http://other.example/frame.html");
         assert_eq!(
             scope(true).decide(&u("http://third.example/b.png"), 2, Hop::Embed, &off),
