@@ -49,8 +49,7 @@ enum RobotsState {
 struct Site {
     budget: String,
     robots: RobotsState,
-    /// URLs accepted into the queue so far (for `max_pages_per_site`).
-    accepted: u64,
+
     /// Whether the host was last seen on a loopback address (shorter delays allowed).
     loopback: bool,
 }
@@ -69,13 +68,23 @@ enum Job {
 }
 
 /// Everything behind the scheduler lock.
-#[derive(Default)]
 struct State {
     sched: Scheduler<String>,
     /// Per budget, the origins that have work, served round-robin.
     budgets: HashMap<String, VecDeque<String>>,
     sites: HashMap<String, Site>,
-    frontier: MemoryFrontier,
+    frontier: Box<dyn Frontier>,
+}
+
+impl State {
+    fn new(frontier: Box<dyn Frontier>) -> State {
+        State {
+            sched: Scheduler::default(),
+            budgets: HashMap::new(),
+            sites: HashMap::new(),
+            frontier,
+        }
+    }
 }
 
 /// A running crawl.
@@ -89,8 +98,10 @@ pub struct Crawler {
     log: Mutex<CrawlLog>,
     stats: Mutex<Stats>,
     progress: Progress,
-    /// Set by Ctrl-C: workers finish the exchange in flight and take no new job.
+    /// Set by Ctrl-C or a fatal error: workers finish the exchange in flight and take no new job.
     stopping: AtomicBool,
+    /// Why the crawl had to stop, if it did not end normally.
+    fatal: Mutex<Option<String>>,
 }
 
 /// Runs the crawl a profile describes, to the end. Returns the final statistics.
@@ -110,13 +121,14 @@ pub async fn run(profile: Profile) -> anyhow::Result<Stats> {
     let crawler = Arc::new(Crawler {
         scope: Scope::new(profile.scope.clone(), &profile.seeds),
         fetcher,
-        state: Mutex::new(State::default()),
+        state: Mutex::new(State::new(Box::new(MemoryFrontier::default()))),
         wake: Notify::new(),
         warc: Mutex::new(warc),
         log: Mutex::new(log),
         stats: Mutex::new(Stats::default()),
         progress: Progress::new(),
         stopping: AtomicBool::new(false),
+        fatal: Mutex::new(None),
         profile,
     });
     watch_ctrl_c(crawler.clone());
@@ -134,6 +146,9 @@ pub async fn run(profile: Profile) -> anyhow::Result<Stats> {
     lock(&crawler.warc)
         .close()
         .context("cannot close the last WARC file")?;
+    if let Some(why) = lock(&crawler.fatal).take() {
+        anyhow::bail!("the crawl stopped: {why}");
+    }
     let mut stats = lock(&crawler.stats).clone();
     stats.left_queued = lock(&crawler.state).frontier.total_queued() as u64;
     stats.interrupted = crawler.stopping.load(Ordering::SeqCst);
@@ -211,8 +226,10 @@ impl Crawler {
         let seeds = self.profile.seeds.clone();
         for seed in seeds {
             let mut st = lock(&self.state);
-            if st.frontier.mark_seen(&seed) {
-                self.enqueue(&mut st, Candidate::seed(seed));
+            match st.frontier.mark_seen(&seed) {
+                Ok(true) => self.enqueue(&mut st, Candidate::seed(seed)),
+                Ok(false) => {}
+                Err(e) => self.fail(e),
             }
         }
     }
@@ -224,15 +241,17 @@ impl Crawler {
         let site = st.sites.entry(origin.clone()).or_insert_with(|| Site {
             budget: budget.clone(),
             robots: RobotsState::Unknown,
-            accepted: 0,
+
             loopback: false,
         });
-        if site.accepted >= self.profile.scope.max_pages_per_site {
+        let _ = site;
+        if st.frontier.accepted(&origin) >= self.profile.scope.max_pages_per_site {
             self.log_unfetched(&candidate, status::BLOCKED_BY_QUOTA, "max-pages-per-site");
             return;
         }
-        site.accepted += 1;
-        st.frontier.push(&origin, candidate);
+        if let Err(e) = st.frontier.push(&origin, candidate) {
+            return self.fail(e);
+        }
         self.mark_work(st, &origin, &budget);
     }
 
@@ -269,6 +288,9 @@ impl Crawler {
     /// Gives a budget back to the scheduler.
     fn release(&self, budget: &str, next_at: Instant) {
         let mut st = lock(&self.state);
+        if let Err(e) = st.frontier.commit() {
+            self.fail(e);
+        }
         let more = st.budgets.get(budget).is_some_and(|l| !l.is_empty());
         st.sched.release(&budget.to_string(), next_at, more);
         let queued = st.frontier.total_queued();
@@ -340,7 +362,11 @@ impl Crawler {
                     });
                 }
                 RobotsState::GivenUp => {
-                    for c in st.frontier.drain(&origin) {
+                    let drained = st.frontier.drain(&origin).unwrap_or_else(|e| {
+                        self.fail(e);
+                        Vec::new()
+                    });
+                    for c in drained {
                         self.log_unfetched(
                             &c,
                             status::ROBOTS_PREREQUISITE_FAILED,
@@ -351,7 +377,15 @@ impl Crawler {
                 }
                 RobotsState::Known(_) => {}
             }
-            while let Some(candidate) = st.frontier.pop(&origin) {
+            loop {
+                let candidate = match st.frontier.pop(&origin) {
+                    Ok(Some(c)) => c,
+                    Ok(None) => break,
+                    Err(e) => {
+                        self.fail(e);
+                        return None;
+                    }
+                };
                 let allowed = match &st.sites.get(&origin)?.robots {
                     RobotsState::Known(p) => p.allows(&candidate.url),
                     _ => false,
@@ -365,6 +399,9 @@ impl Crawler {
                     });
                 }
                 self.log_unfetched(&candidate, status::ROBOTS_PRECLUDED, "robots");
+                if let Err(e) = st.frontier.done(&candidate.url) {
+                    self.fail(e);
+                }
                 let _ = thread;
             }
         }
@@ -537,6 +574,7 @@ impl Crawler {
                     self.retry_later(origin, candidate);
                 } else {
                     self.log_error(&candidate, &e, thread, Vec::new());
+                    self.finished(&candidate.url);
                 }
                 let base = politeness::delay_after(
                     &self.profile.politeness,
@@ -574,7 +612,23 @@ impl Crawler {
         if directives.follow_links() {
             self.queue_links(&candidate, links);
         }
+        self.finished(&candidate.url);
         next_at
+    }
+
+    /// Stops the crawl on a frontier failure: nothing more is fetched, files are closed.
+    fn fail(&self, e: crate::frontier::FrontierError) {
+        tracing::error!("{e}");
+        lock(&self.fatal).get_or_insert_with(|| e.to_string());
+        self.stopping.store(true, Ordering::SeqCst);
+        self.wake.notify_waiters();
+    }
+
+    /// Marks an in-flight URL finished.
+    fn finished(&self, url: &Url) {
+        if let Err(e) = lock(&self.state).frontier.done(url) {
+            self.fail(e);
+        }
     }
 
     fn is_loopback(&self, origin: &str) -> bool {
@@ -590,7 +644,9 @@ impl Crawler {
             Some(site) => site.budget.clone(),
             None => budget_of(&candidate.url),
         };
-        st.frontier.push_retry(origin, candidate);
+        if let Err(e) = st.frontier.push_retry(origin, candidate) {
+            return self.fail(e);
+        }
         self.mark_work(&mut st, origin, &budget);
     }
 
@@ -632,8 +688,10 @@ impl Crawler {
     fn queue_links(&self, parent: &Candidate, links: Vec<Outlink>) {
         let mut st = lock(&self.state);
         for link in links {
-            if !st.frontier.mark_seen(&link.url) {
-                continue;
+            match st.frontier.mark_seen(&link.url) {
+                Ok(true) => {}
+                Ok(false) => continue,
+                Err(e) => return self.fail(e),
             }
             let mut path = parent.path.clone();
             path.push(link.hop.letter());

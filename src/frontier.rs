@@ -51,22 +51,40 @@ pub fn seen_key(url: &Url) -> String {
     u.into()
 }
 
-/// What the crawl loop needs from a frontier.
+/// A frontier store failed (disk full, corrupt database, …). The crawl stops cleanly on it.
+#[derive(Debug, thiserror::Error)]
+#[error("frontier: {0}")]
+pub struct FrontierError(pub String);
+
+/// What the crawl loop needs from a frontier. Writes may be buffered in an open transaction
+/// until `commit`; the crawl commits once per finished URL (after its WARC record is written),
+/// so after a crash the store holds exactly the state of the last finished URL.
 pub trait Frontier: Send {
     /// Records the URL as seen; true when it was not seen before.
-    fn mark_seen(&mut self, url: &Url) -> bool;
-    /// Queues a candidate for a site (`site` is its origin).
-    fn push(&mut self, site: &str, candidate: Candidate);
-    /// Queues a candidate again after a failed try, behind what is already queued.
-    fn push_retry(&mut self, site: &str, candidate: Candidate);
-    /// The next candidate of a site.
-    fn pop(&mut self, site: &str) -> Option<Candidate>;
+    fn mark_seen(&mut self, url: &Url) -> Result<bool, FrontierError>;
+    /// Queues a candidate for a site (`site` is its origin) and counts it as accepted.
+    fn push(&mut self, site: &str, candidate: Candidate) -> Result<(), FrontierError>;
+    /// Queues a candidate again after a failed try, behind what is queued (not counted again).
+    fn push_retry(&mut self, site: &str, candidate: Candidate) -> Result<(), FrontierError>;
+    /// The next candidate of a site (pages before embeds). It stays "in flight" until `done`
+    /// or `push_retry`, so a crash in between leaves it to be looked at on resume.
+    fn pop(&mut self, site: &str) -> Result<Option<Candidate>, FrontierError>;
+    /// The in-flight candidate is finished (archived, discarded, failed or precluded).
+    fn done(&mut self, url: &Url) -> Result<(), FrontierError>;
     /// Candidates queued for a site.
     fn queued(&self, site: &str) -> usize;
     /// Candidates queued in all.
     fn total_queued(&self) -> usize;
+    /// URLs accepted for a site so far (for `max_pages_per_site`), retries not counted.
+    fn accepted(&self, site: &str) -> u64;
     /// Every queued candidate of a site, removed (used when a site is given up).
-    fn drain(&mut self, site: &str) -> Vec<Candidate>;
+    fn drain(&mut self, site: &str) -> Result<Vec<Candidate>, FrontierError>;
+    /// Sites that have queued candidates (used on resume).
+    fn sites_with_work(&self) -> Result<Vec<String>, FrontierError>;
+    /// Candidates popped but never finished: what was in flight when the last run stopped.
+    fn in_flight(&self) -> Result<Vec<(String, Candidate)>, FrontierError>;
+    /// Makes every change so far durable.
+    fn commit(&mut self) -> Result<(), FrontierError>;
 }
 
 #[derive(Debug, Default)]
@@ -81,11 +99,13 @@ impl SiteQueue {
     }
 }
 
-/// A frontier held in memory.
+/// A frontier held in memory: nothing survives the process.
 #[derive(Debug, Default)]
 pub struct MemoryFrontier {
     seen: HashSet<String>,
     sites: HashMap<String, SiteQueue>,
+    accepted: HashMap<String, u64>,
+    flying: HashMap<String, (String, Candidate)>,
     total: usize,
 }
 
@@ -93,12 +113,9 @@ fn is_embed(c: &Candidate) -> bool {
     c.last_hop() == Some(Hop::Embed.letter())
 }
 
-impl Frontier for MemoryFrontier {
-    fn mark_seen(&mut self, url: &Url) -> bool {
-        self.seen.insert(seen_key(url))
-    }
-
-    fn push(&mut self, site: &str, candidate: Candidate) {
+impl MemoryFrontier {
+    fn enqueue(&mut self, site: &str, candidate: Candidate) {
+        self.flying.remove(&seen_key(&candidate.url));
         let q = self.sites.entry(site.to_string()).or_default();
         if is_embed(&candidate) {
             q.embeds.push_back(candidate);
@@ -107,21 +124,43 @@ impl Frontier for MemoryFrontier {
         }
         self.total += 1;
     }
+}
 
-    fn push_retry(&mut self, site: &str, candidate: Candidate) {
-        self.push(site, candidate);
+impl Frontier for MemoryFrontier {
+    fn mark_seen(&mut self, url: &Url) -> Result<bool, FrontierError> {
+        Ok(self.seen.insert(seen_key(url)))
     }
 
-    fn pop(&mut self, site: &str) -> Option<Candidate> {
-        let q = self.sites.get_mut(site)?;
+    fn push(&mut self, site: &str, candidate: Candidate) -> Result<(), FrontierError> {
+        *self.accepted.entry(site.to_string()).or_default() += 1;
+        self.enqueue(site, candidate);
+        Ok(())
+    }
+
+    fn push_retry(&mut self, site: &str, candidate: Candidate) -> Result<(), FrontierError> {
+        self.enqueue(site, candidate);
+        Ok(())
+    }
+
+    fn pop(&mut self, site: &str) -> Result<Option<Candidate>, FrontierError> {
+        let Some(q) = self.sites.get_mut(site) else {
+            return Ok(None);
+        };
         let c = q.pages.pop_front().or_else(|| q.embeds.pop_front());
-        if c.is_some() {
-            self.total -= 1;
-        }
         if q.len() == 0 {
             self.sites.remove(site);
         }
-        c
+        if let Some(c) = &c {
+            self.total -= 1;
+            self.flying
+                .insert(seen_key(&c.url), (site.to_string(), c.clone()));
+        }
+        Ok(c)
+    }
+
+    fn done(&mut self, url: &Url) -> Result<(), FrontierError> {
+        self.flying.remove(&seen_key(url));
+        Ok(())
     }
 
     fn queued(&self, site: &str) -> usize {
@@ -132,12 +171,28 @@ impl Frontier for MemoryFrontier {
         self.total
     }
 
-    fn drain(&mut self, site: &str) -> Vec<Candidate> {
+    fn accepted(&self, site: &str) -> u64 {
+        self.accepted.get(site).copied().unwrap_or(0)
+    }
+
+    fn drain(&mut self, site: &str) -> Result<Vec<Candidate>, FrontierError> {
         let Some(q) = self.sites.remove(site) else {
-            return Vec::new();
+            return Ok(Vec::new());
         };
         self.total -= q.len();
-        q.pages.into_iter().chain(q.embeds).collect()
+        Ok(q.pages.into_iter().chain(q.embeds).collect())
+    }
+
+    fn sites_with_work(&self) -> Result<Vec<String>, FrontierError> {
+        Ok(self.sites.keys().cloned().collect())
+    }
+
+    fn in_flight(&self) -> Result<Vec<(String, Candidate)>, FrontierError> {
+        Ok(self.flying.values().cloned().collect())
+    }
+
+    fn commit(&mut self) -> Result<(), FrontierError> {
+        Ok(())
     }
 }
 
@@ -157,31 +212,35 @@ mod tests {
     #[test]
     fn pages_before_embeds_each_in_order() {
         let mut f = MemoryFrontier::default();
-        f.push("s", cand("http://s/a.png", "LE"));
-        f.push("s", cand("http://s/1", "L"));
-        f.push("s", cand("http://s/2", "LL"));
+        f.push("s", cand("http://s/a.png", "LE")).unwrap();
+        f.push("s", cand("http://s/1", "L")).unwrap();
+        f.push("s", cand("http://s/2", "LL")).unwrap();
         assert_eq!(f.total_queued(), 3);
-        let order: Vec<String> = std::iter::from_fn(|| f.pop("s"))
+        let order: Vec<String> = std::iter::from_fn(|| f.pop("s").unwrap())
             .map(|c| c.url.path().to_string())
             .collect();
         assert_eq!(order, ["/1", "/2", "/a.png"]);
         assert_eq!(f.total_queued(), 0);
-        assert!(f.pop("s").is_none());
+        assert!(f.pop("s").unwrap().is_none());
+        assert_eq!(f.in_flight().unwrap().len(), 3);
+        assert_eq!(f.accepted("s"), 3);
     }
 
     #[test]
     fn seen_ignores_fragments_and_normalised_forms() {
         let mut f = MemoryFrontier::default();
-        assert!(f.mark_seen(&Url::parse("http://S/a/../b#x").unwrap()));
-        assert!(!f.mark_seen(&Url::parse("http://s:80/b").unwrap()));
+        assert!(f
+            .mark_seen(&Url::parse("http://S/a/../b#x").unwrap())
+            .unwrap());
+        assert!(!f.mark_seen(&Url::parse("http://s:80/b").unwrap()).unwrap());
     }
 
     #[test]
     fn drain_empties_a_site() {
         let mut f = MemoryFrontier::default();
-        f.push("s", cand("http://s/1", "L"));
-        f.push("t", cand("http://t/1", "L"));
-        assert_eq!(f.drain("s").len(), 1);
+        f.push("s", cand("http://s/1", "L")).unwrap();
+        f.push("t", cand("http://t/1", "L")).unwrap();
+        assert_eq!(f.drain("s").unwrap().len(), 1);
         assert_eq!(f.total_queued(), 1);
         assert_eq!(f.queued("s"), 0);
     }
