@@ -1,30 +1,32 @@
 //! The orchestrator: which site goes next, and the road of one URL through the crawler.
 //!
-//! `sites_at_once` workers share one scheduler. A worker asks the scheduler for a politeness
-//! budget (a host) whose delay has passed, takes the next job of one of that host's sites
-//! (robots.txt first, then queued URLs breadth-first), runs it, and gives the budget back with
-//! the time before which it may not be used again. No task or timer exists per site, so
-//! thousands of sites cost only their queues.
+//! One dispatcher owns the decision of what runs next. It asks the scheduler for a politeness
+//! budget (a server address, or a host) whose pause is over, takes the next job of one of that
+//! budget's sites (robots.txt first, then queued URLs breadth-first, pages before embeds) and
+//! spawns it as a task; at most `sites_at_once` run at once. When a job ends it gives the budget
+//! back with the pause the politeness rules ask for. No task, thread or timer exists per site,
+//! so ten thousand sites cost only their queues.
 
 use std::collections::{HashMap, VecDeque};
-use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Context as _;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, Semaphore};
 use url::Url;
 
 use crate::crawllog::{status, CrawlLog, Entry};
+use crate::dns::Resolver;
 use crate::extract::{self, Directives, Hop, Outlink};
 use crate::fetch::{FetchError, FetchSettings, Fetched, Fetcher};
-use crate::frontier::{Candidate, Frontier, MemoryFrontier};
-use crate::politeness::{self, Next, Scheduler};
-use crate::profile::Profile;
+use crate::frontier::{Candidate, Frontier, FrontierError, MemoryFrontier};
+use crate::politeness::{self, Answer, Next, Refusals, Scheduler};
+use crate::profile::{BudgetKind, Profile};
 use crate::report::{Progress, Stats};
 use crate::robots::{self, Policy, Verdict};
+use crate::runlog::{RefusalLog, RunLog, SiteBook};
 use crate::scope::{origin_of, Scope};
 use crate::warc::{Exchange, WarcSettings, WarcWriter};
 
@@ -44,27 +46,80 @@ enum RobotsState {
     GivenUp,
 }
 
+/// Where a site stands with name resolution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dns {
+    /// A lookup is under way; the site is in no budget yet.
+    Pending,
+    /// Resolved at this instant to this address.
+    Known(IpAddr, Instant),
+    /// Could not be resolved after every try: its URLs are logged and dropped.
+    Failed,
+}
+
 /// One origin being crawled.
 #[derive(Debug)]
 struct Site {
-    budget: String,
+    host: String,
+    dns: Dns,
+    dns_failures: u32,
+    /// The budget the site's requests count against, once resolved.
+    budget: Option<String>,
     robots: RobotsState,
-
-    /// Whether the host was last seen on a loopback address (shorter delays allowed).
-    loopback: bool,
+    refusals: Refusals,
 }
 
-/// What a worker does next.
+impl Site {
+    fn ip(&self) -> Option<IpAddr> {
+        match self.dns {
+            Dns::Known(ip, _) => Some(ip),
+            _ => None,
+        }
+    }
+
+    fn loopback(&self) -> bool {
+        self.ip().is_some_and(|ip| ip.is_loopback())
+    }
+
+    fn crawl_delay(&self) -> Option<Duration> {
+        match &self.robots {
+            RobotsState::Known(p) => p.crawl_delay,
+            _ => None,
+        }
+    }
+}
+
+/// What a task does.
 enum Job {
     Robots {
         origin: String,
-        budget: String,
     },
     Fetch {
         origin: String,
-        budget: String,
         candidate: Box<Candidate>,
     },
+}
+
+/// How a job went, for the pause that follows it.
+struct Pace {
+    /// When the last response ended (or the job, if nothing was fetched).
+    end: Instant,
+    /// The normal delay for this site after this fetch.
+    base: Duration,
+    answer: Answer,
+    retry_after: Option<Duration>,
+}
+
+impl Pace {
+    /// A job that sent no request: the budget may be used again at once.
+    fn idle() -> Pace {
+        Pace {
+            end: Instant::now(),
+            base: Duration::ZERO,
+            answer: Answer::Fine,
+            retry_after: None,
+        }
+    }
 }
 
 /// Everything behind the scheduler lock.
@@ -72,33 +127,33 @@ struct State {
     sched: Scheduler<String>,
     /// Per budget, the origins that have work, served round-robin.
     budgets: HashMap<String, VecDeque<String>>,
+    /// Per budget, its current backoff pause (see `politeness::pause_after`).
+    backoff: HashMap<String, Duration>,
     sites: HashMap<String, Site>,
     frontier: Box<dyn Frontier>,
-}
-
-impl State {
-    fn new(frontier: Box<dyn Frontier>) -> State {
-        State {
-            sched: Scheduler::default(),
-            budgets: HashMap::new(),
-            sites: HashMap::new(),
-            frontier,
-        }
-    }
+    /// Name lookups under way: the crawl is not over while any is.
+    resolving: usize,
 }
 
 /// A running crawl.
 pub struct Crawler {
     profile: Profile,
     fetcher: Fetcher,
+    resolver: Resolver,
     scope: Scope,
     state: Mutex<State>,
+    /// Wakes the dispatcher: new work, a finished job, a resolved name, a stop.
     wake: Notify,
     warc: Mutex<WarcWriter>,
     log: Mutex<CrawlLog>,
+    refusals_log: Mutex<RefusalLog>,
+    runlog: RunLog,
+    book: Mutex<SiteBook>,
     stats: Mutex<Stats>,
     progress: Progress,
-    /// Set by Ctrl-C or a fatal error: workers finish the exchange in flight and take no new job.
+    /// Asks the resolver task for name lookups.
+    resolve_tx: tokio::sync::mpsc::UnboundedSender<ResolveRequest>,
+    /// Set by Ctrl-C or a fatal error: no new job starts; jobs in flight finish.
     stopping: AtomicBool,
     /// Why the crawl had to stop, if it did not end normally.
     fatal: Mutex<Option<String>>,
@@ -106,53 +161,114 @@ pub struct Crawler {
 
 /// Runs the crawl a profile describes, to the end. Returns the final statistics.
 pub async fn run(profile: Profile) -> anyhow::Result<Stats> {
-    let out = profile.output_dir.clone();
-    std::fs::create_dir_all(&out)
-        .with_context(|| format!("cannot create the output folder {}", out.display()))?;
-    let warc = WarcWriter::new(warc_settings(&profile))
-        .with_context(|| format!("cannot write WARCs under {}", out.display()))?;
-    let log = CrawlLog::open(&out.join("crawl.log"))
-        .with_context(|| format!("cannot open {}", out.join("crawl.log").display()))?;
-    let fetcher = Fetcher::new(FetchSettings {
-        user_agent: profile.user_agent.clone(),
-        timeout: profile.timeout,
-        max_body_bytes: profile.max_body_bytes,
-    });
-    let crawler = Arc::new(Crawler {
-        scope: Scope::new(profile.scope.clone(), &profile.seeds),
-        fetcher,
-        state: Mutex::new(State::new(Box::new(MemoryFrontier::default()))),
-        wake: Notify::new(),
-        warc: Mutex::new(warc),
-        log: Mutex::new(log),
-        stats: Mutex::new(Stats::default()),
-        progress: Progress::new(),
-        stopping: AtomicBool::new(false),
-        fatal: Mutex::new(None),
-        profile,
-    });
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let crawler = Arc::new(Crawler::open(profile, tx)?);
+    let resolver = spawn_resolver(crawler.clone(), rx);
     watch_ctrl_c(crawler.clone());
     crawler.queue_seeds();
-    let workers: Vec<_> = (0..crawler.profile.sites_at_once)
-        .map(|i| {
-            let c = crawler.clone();
-            tokio::spawn(async move { c.work(i + 1).await })
+    crawler.clone().dispatch().await;
+    resolver.abort();
+    crawler.finish()
+}
+
+impl Crawler {
+    /// Opens the output folder, the WARC writer and the logs.
+    fn open(
+        profile: Profile,
+        resolve_tx: tokio::sync::mpsc::UnboundedSender<ResolveRequest>,
+    ) -> anyhow::Result<Crawler> {
+        let out = profile.output_dir.clone();
+        std::fs::create_dir_all(&out)
+            .with_context(|| format!("cannot create the output folder {}", out.display()))?;
+        let warc = WarcWriter::new(warc_settings(&profile))
+            .with_context(|| format!("cannot write WARCs under {}", out.display()))?;
+        let log_path = out.join("crawl.log");
+        let log = CrawlLog::open(&log_path)
+            .with_context(|| format!("cannot open {}", log_path.display()))?;
+        let refusals_log = RefusalLog::open(&out.join("refusals.log"))?;
+        let runlog = RunLog::open(&out.join("run.log"))?;
+        let book = SiteBook::load(&out.join("state").join("sites.json"))?;
+        let fetcher = Fetcher::new(FetchSettings {
+            user_agent: profile.user_agent.clone(),
+            timeout: profile.timeout,
+            max_body_bytes: profile.max_body_bytes,
+        });
+        runlog.line(&format!(
+            "start crawl {:?} with profile {} as {:?}",
+            profile.name,
+            profile.path.display(),
+            profile.user_agent
+        ));
+        if !profile.obey_robots {
+            runlog.line(&format!(
+                "robots.txt is NOT obeyed in this run (unrestricted); reason: {}",
+                profile.unrestricted_reason
+            ));
+        }
+        Ok(Crawler {
+            scope: Scope::new(profile.scope.clone(), &profile.seeds),
+            resolver: Resolver::new(profile.resolve.clone(), profile.politeness.dns_cache),
+            fetcher,
+            state: Mutex::new(State {
+                sched: Scheduler::default(),
+                budgets: HashMap::new(),
+                backoff: HashMap::new(),
+                sites: HashMap::new(),
+                frontier: Box::new(MemoryFrontier::default()),
+                resolving: 0,
+            }),
+            wake: Notify::new(),
+            warc: Mutex::new(warc),
+            log: Mutex::new(log),
+            refusals_log: Mutex::new(refusals_log),
+            runlog,
+            book: Mutex::new(book),
+            stats: Mutex::new(Stats::default()),
+            progress: Progress::new(),
+            resolve_tx,
+            stopping: AtomicBool::new(false),
+            fatal: Mutex::new(None),
+            profile,
         })
-        .collect();
-    for w in workers {
-        w.await.context("a crawl worker stopped unexpectedly")?;
     }
-    crawler.progress.finish();
-    lock(&crawler.warc)
-        .close()
-        .context("cannot close the last WARC file")?;
-    if let Some(why) = lock(&crawler.fatal).take() {
-        anyhow::bail!("the crawl stopped: {why}");
+
+    /// Closes the files and says how the crawl ended.
+    fn finish(&self) -> anyhow::Result<Stats> {
+        self.progress.finish();
+        lock(&self.warc)
+            .close()
+            .context("cannot close the last WARC file")?;
+        let mut stats = lock(&self.stats).clone();
+        {
+            let st = lock(&self.state);
+            stats.left_queued = st.frontier.total_queued() as u64;
+            let now = SystemTime::now();
+            for (origin, site) in &st.sites {
+                if site.refusals.suspended(now) && st.frontier.queued(origin) > 0 {
+                    stats
+                        .suspended
+                        .push((origin.clone(), site.refusals.until.unwrap_or(0)));
+                }
+            }
+        }
+        stats.suspended.sort();
+        stats.interrupted = self.stopping.load(Ordering::SeqCst);
+        if let Err(e) = lock(&self.book).save() {
+            self.runlog
+                .line(&format!("cannot save the site book: {e:#}"));
+        }
+        self.runlog.line(&format!(
+            "end: {} fetched, {} archived, {} suspended sites, {} URLs left queued",
+            stats.fetched(),
+            stats.archived,
+            stats.suspended.len(),
+            stats.left_queued
+        ));
+        if let Some(why) = lock(&self.fatal).take() {
+            anyhow::bail!("the crawl stopped: {why}");
+        }
+        Ok(stats)
     }
-    let mut stats = lock(&crawler.stats).clone();
-    stats.left_queued = lock(&crawler.state).frontier.total_queued() as u64;
-    stats.interrupted = crawler.stopping.load(Ordering::SeqCst);
-    Ok(stats)
 }
 
 /// First Ctrl-C: finish the exchanges in flight, close the WARC files, stop. Second: stop at
@@ -165,8 +281,7 @@ fn watch_ctrl_c(crawler: Arc<Crawler>) {
         eprintln!(
             "\narchiver: stopping after the requests in flight (Ctrl-C again to stop at once)"
         );
-        crawler.stopping.store(true, Ordering::SeqCst);
-        crawler.wake.notify_waiters();
+        crawler.stop();
         if tokio::signal::ctrl_c().await.is_ok() {
             eprintln!("archiver: stopped at once; the WARC being written keeps its .open name");
             std::process::exit(130);
@@ -175,10 +290,15 @@ fn watch_ctrl_c(crawler: Arc<Crawler>) {
 }
 
 fn warc_settings(p: &Profile) -> WarcSettings {
+    let robots = if p.obey_robots {
+        "obey".to_string()
+    } else {
+        format!("ignore (unrestricted run: {})", p.unrestricted_reason)
+    };
     let mut info = vec![
         ("isPartOf".to_string(), p.name.clone()),
         ("http-header-user-agent".to_string(), p.user_agent.clone()),
-        ("robots".to_string(), "obey".to_string()),
+        ("robots".to_string(), robots),
         ("profile".to_string(), p.path.display().to_string()),
         (
             "profile-digest".to_string(),
@@ -198,15 +318,10 @@ fn warc_settings(p: &Profile) -> WarcSettings {
     }
 }
 
-/// Locks a mutex, carrying on after a worker panicked while holding it: the data under these
+/// Locks a mutex, carrying on after a task panicked while holding it: the data under these
 /// locks stays consistent between statements, and losing the crawl would lose more.
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// The politeness budget of a URL: its host (the server IP once name resolution moves in here).
-fn budget_of(url: &Url) -> String {
-    url.host_str().unwrap_or("").to_ascii_lowercase()
 }
 
 /// Is this response HTML worth extracting links from?
@@ -221,10 +336,13 @@ fn is_html(headers: &hyper::HeaderMap) -> bool {
         .unwrap_or(false)
 }
 
+// ---------------------------------------------------------------------------------------------
+// Queueing and scheduling
+// ---------------------------------------------------------------------------------------------
+
 impl Crawler {
     fn queue_seeds(&self) {
-        let seeds = self.profile.seeds.clone();
-        for seed in seeds {
+        for seed in self.profile.seeds.clone() {
             let mut st = lock(&self.state);
             match st.frontier.mark_seen(&seed) {
                 Ok(true) => self.enqueue(&mut st, Candidate::seed(seed)),
@@ -234,97 +352,107 @@ impl Crawler {
         }
     }
 
-    /// Puts an accepted candidate on its site's queue and tells the scheduler.
+    /// Puts an accepted candidate on its site's queue; a new site first resolves its name.
     fn enqueue(&self, st: &mut State, candidate: Candidate) {
         let origin = origin_of(&candidate.url);
-        let budget = budget_of(&candidate.url);
-        let site = st.sites.entry(origin.clone()).or_insert_with(|| Site {
-            budget: budget.clone(),
-            robots: RobotsState::Unknown,
-
-            loopback: false,
-        });
-        let _ = site;
         if st.frontier.accepted(&origin) >= self.profile.scope.max_pages_per_site {
             self.log_unfetched(&candidate, status::BLOCKED_BY_QUOTA, "max-pages-per-site");
             return;
         }
+        if !st.sites.contains_key(&origin) {
+            let host = candidate.url.host_str().unwrap_or("").to_ascii_lowercase();
+            let refusals = lock(&self.book).refusals(&origin);
+            st.sites.insert(
+                origin.clone(),
+                Site {
+                    host,
+                    dns: Dns::Pending,
+                    dns_failures: 0,
+                    budget: None,
+                    robots: RobotsState::Unknown,
+                    refusals,
+                },
+            );
+            self.start_resolve(st, &origin, Duration::ZERO);
+        }
         if let Err(e) = st.frontier.push(&origin, candidate) {
             return self.fail(e);
         }
-        self.mark_work(st, &origin, &budget);
+        self.mark_work(st, &origin);
     }
 
-    fn mark_work(&self, st: &mut State, origin: &str, budget: &str) {
-        let list = st.budgets.entry(budget.to_string()).or_default();
+    /// Tells the scheduler that a site has work, if it can be scheduled now.
+    fn mark_work(&self, st: &mut State, origin: &str) {
+        let Some(site) = st.sites.get(origin) else {
+            return;
+        };
+        if site.refusals.suspended(SystemTime::now()) {
+            return; // comes back when its time away is over (see `wake_suspended`)
+        }
+        let Some(budget) = site.budget.clone() else {
+            return; // scheduled once its name is resolved
+        };
+        let list = st.budgets.entry(budget.clone()).or_default();
         if !list.iter().any(|o| o == origin) {
             list.push_back(origin.to_string());
         }
-        st.sched.has_work(&budget.to_string(), Instant::now());
-        self.wake.notify_waiters();
+        st.sched.has_work(&budget, Instant::now());
+        self.wake.notify_one();
     }
 
-    /// One worker: take jobs until the crawl is over.
-    async fn work(self: Arc<Self>, thread: usize) {
-        while let Some(job) = self.next_job(thread).await {
-            let (budget, next_at) = match job {
-                Job::Robots { origin, budget } => {
-                    let next = self.run_robots(&origin, thread).await;
-                    (budget, next)
-                }
-                Job::Fetch {
-                    origin,
-                    budget,
-                    candidate,
-                } => {
-                    let next = self.run_fetch(&origin, *candidate, thread).await;
-                    (budget, next)
-                }
-            };
-            self.release(&budget, next_at);
-        }
-    }
-
-    /// Gives a budget back to the scheduler.
-    fn release(&self, budget: &str, next_at: Instant) {
-        let mut st = lock(&self.state);
-        if let Err(e) = st.frontier.commit() {
-            self.fail(e);
-        }
-        let more = st.budgets.get(budget).is_some_and(|l| !l.is_empty());
-        st.sched.release(&budget.to_string(), next_at, more);
-        let queued = st.frontier.total_queued();
-        drop(st);
-        self.wake.notify_waiters();
-        // Lock order everywhere: state, then stats, then log; never state while holding stats.
-        self.progress.update(&lock(&self.stats), queued);
-    }
-
-    /// Waits until some budget may go and returns its next job; None when the crawl is over.
-    async fn next_job(&self, thread: usize) -> Option<Job> {
+    /// The dispatcher: starts jobs as budgets become free, until nothing is left to do.
+    async fn dispatch(self: Arc<Self>) {
+        let slots = Arc::new(Semaphore::new(self.profile.sites_at_once));
+        let threads = Arc::new(Mutex::new(
+            (1..=self.profile.sites_at_once).rev().collect::<Vec<_>>(),
+        ));
         loop {
-            // Registered before looking, so a wake-up between the look and the wait is not lost.
+            let Ok(permit) = slots.clone().acquire_owned().await else {
+                break;
+            };
+            let Some((budget, job)) = self.next_job().await else {
+                break;
+            };
+            let thread = lock(&threads).pop().unwrap_or(0);
+            let crawler = self.clone();
+            let threads = threads.clone();
+            tokio::spawn(async move {
+                let pace = crawler.run_job(job, thread).await;
+                crawler.release(&budget, pace);
+                lock(&threads).push(thread);
+                drop(permit);
+            });
+        }
+        // Let the jobs in flight finish: each holds a permit until it ends.
+        let all = u32::try_from(self.profile.sites_at_once).unwrap_or(u32::MAX);
+        let _ = slots.acquire_many(all).await;
+    }
+
+    /// Waits until a budget may go and returns its next job; None when the crawl is over.
+    async fn next_job(&self) -> Option<(String, Job)> {
+        loop {
+            // Created before looking: a notify_one in between is kept as a permit, not lost.
             let woken = self.wake.notified();
             if self.stopping.load(Ordering::SeqCst) {
                 return None;
             }
             let wait = {
                 let mut st = lock(&self.state);
-                match st.sched.next(Instant::now()) {
-                    Next::Go(budget) => match self.take_job(&mut st, &budget, thread) {
-                        Some(job) => return Some(job),
+                let now = Instant::now();
+                let back = self.wake_suspended(&mut st);
+                match st.sched.next(now) {
+                    Next::Go(budget) => match self.take_job(&mut st, &budget) {
+                        Some(job) => return Some((budget, job)),
                         None => {
-                            st.sched.release(&budget, Instant::now(), false);
+                            st.sched.release(&budget, now, false);
                             continue;
                         }
                     },
-                    Next::Wait(at) => Some(at),
-                    Next::Idle => None,
-                    Next::Done => {
-                        drop(st);
-                        self.wake.notify_waiters();
-                        return None;
-                    }
+                    Next::Wait(at) => Some(back.map_or(at, |b| b.min(at))),
+                    Next::Idle => back,
+                    Next::Done if st.resolving > 0 => back,
+                    // Only suspended sites (or none) remain: the crawl does not wait for them.
+                    Next::Done => return None,
                 }
             };
             match wait {
@@ -339,9 +467,42 @@ impl Crawler {
         }
     }
 
+    /// Brings back sites whose time away is over; returns when the next one comes back, if
+    /// any suspended site has work (checked only while other work keeps the crawl going).
+    fn wake_suspended(&self, st: &mut State) -> Option<Instant> {
+        let now = SystemTime::now();
+        let mut next: Option<u64> = None;
+        let mut back = Vec::new();
+        for (origin, site) in &st.sites {
+            let Some(until) = site.refusals.until else {
+                continue;
+            };
+            if st.frontier.queued(origin) == 0 {
+                continue;
+            }
+            if site.refusals.suspended(now) {
+                next = Some(next.map_or(until, |n| n.min(until)));
+            } else if site.budget.is_some() {
+                back.push(origin.clone());
+            }
+        }
+        for origin in back {
+            if let Some(site) = st.sites.get_mut(&origin) {
+                site.refusals.until = None;
+                self.runlog
+                    .line(&format!("{origin}: time away over, crawling again"));
+            }
+            self.mark_work(st, &origin);
+        }
+        next.map(|u| {
+            let wait = u.saturating_sub(politeness::epoch_secs(now));
+            Instant::now() + Duration::from_secs(wait)
+        })
+    }
+
     /// The next job of a budget: robots.txt of a site that lacks it, else its next allowed URL.
-    /// URLs robots.txt forbids are logged and skipped here, costing no request.
-    fn take_job(&self, st: &mut State, budget: &str, thread: usize) -> Option<Job> {
+    /// URLs that robots.txt forbids are logged and skipped here, costing no request.
+    fn take_job(&self, st: &mut State, budget: &str) -> Option<Job> {
         let now = Instant::now();
         loop {
             let origin = st.budgets.get_mut(budget)?.pop_front()?;
@@ -349,61 +510,86 @@ impl Crawler {
                 continue; // the site ran out of work: it leaves the round-robin
             }
             let site = st.sites.get_mut(&origin)?;
-            let expired = matches!(&site.robots, RobotsState::Known(p) if p.expired(now));
-            if expired {
+            if site.refusals.suspended(SystemTime::now()) {
+                continue; // left alone until its time away is over
+            }
+            if site.budget.as_deref() != Some(budget) {
+                continue; // moved to another address meanwhile
+            }
+            if let Dns::Known(_, at) = site.dns {
+                if now.saturating_duration_since(at) >= self.resolver.ttl() {
+                    // Ask the name again; the site rejoins under its (maybe new) address.
+                    site.dns = Dns::Pending;
+                    site.budget = None;
+                    self.start_resolve(st, &origin, Duration::ZERO);
+                    continue;
+                }
+            }
+            if matches!(&site.robots, RobotsState::Known(p) if p.expired(now)) {
                 site.robots = RobotsState::Unknown;
             }
             match &site.robots {
                 RobotsState::Unknown | RobotsState::Unavailable { .. } => {
                     self.requeue_origin(st, budget, &origin);
-                    return Some(Job::Robots {
-                        origin,
-                        budget: budget.to_string(),
-                    });
+                    return Some(Job::Robots { origin });
                 }
                 RobotsState::GivenUp => {
-                    let drained = st.frontier.drain(&origin).unwrap_or_else(|e| {
-                        self.fail(e);
-                        Vec::new()
-                    });
-                    for c in drained {
-                        self.log_unfetched(
-                            &c,
-                            status::ROBOTS_PREREQUISITE_FAILED,
-                            "robots-unavailable",
-                        );
-                    }
+                    self.drop_site_queue(
+                        st,
+                        &origin,
+                        status::ROBOTS_PREREQUISITE_FAILED,
+                        "robots-unavailable",
+                    );
                     continue;
                 }
                 RobotsState::Known(_) => {}
             }
-            loop {
-                let candidate = match st.frontier.pop(&origin) {
-                    Ok(Some(c)) => c,
-                    Ok(None) => break,
-                    Err(e) => {
-                        self.fail(e);
-                        return None;
-                    }
-                };
-                let allowed = match &st.sites.get(&origin)?.robots {
+            if let Some(candidate) = self.pop_allowed(st, &origin)? {
+                self.requeue_origin(st, budget, &origin);
+                return Some(Job::Fetch {
+                    origin,
+                    candidate: Box::new(candidate),
+                });
+            }
+        }
+    }
+
+    /// Pops the site's next URL that robots.txt allows, logging the ones it does not.
+    /// Outer None: the frontier failed. Inner None: the site has nothing left.
+    fn pop_allowed(&self, st: &mut State, origin: &str) -> Option<Option<Candidate>> {
+        loop {
+            let candidate = match st.frontier.pop(origin) {
+                Ok(Some(c)) => c,
+                Ok(None) => return Some(None),
+                Err(e) => {
+                    self.fail(e);
+                    return None;
+                }
+            };
+            let allowed = !self.profile.obey_robots
+                || match &st.sites.get(origin)?.robots {
                     RobotsState::Known(p) => p.allows(&candidate.url),
                     _ => false,
                 };
-                if allowed {
-                    self.requeue_origin(st, budget, &origin);
-                    return Some(Job::Fetch {
-                        origin,
-                        budget: budget.to_string(),
-                        candidate: Box::new(candidate),
-                    });
-                }
-                self.log_unfetched(&candidate, status::ROBOTS_PRECLUDED, "robots");
-                if let Err(e) = st.frontier.done(&candidate.url) {
-                    self.fail(e);
-                }
-                let _ = thread;
+            if allowed {
+                return Some(Some(candidate));
             }
+            self.log_unfetched(&candidate, status::ROBOTS_PRECLUDED, "robots");
+            if let Err(e) = st.frontier.done(&candidate.url) {
+                self.fail(e);
+                return None;
+            }
+        }
+    }
+
+    /// Logs and drops every queued URL of a site that cannot be crawled.
+    fn drop_site_queue(&self, st: &mut State, origin: &str, code: i32, why: &str) {
+        let drained = st.frontier.drain(origin).unwrap_or_else(|e| {
+            self.fail(e);
+            Vec::new()
+        });
+        for c in drained {
+            self.log_unfetched(&c, code, why);
         }
     }
 
@@ -418,47 +604,187 @@ impl Crawler {
         }
     }
 
-    /// Fetches robots.txt for a site (following up to 5 redirects, archiving each answer) and
-    /// returns when the budget may be used again.
-    async fn run_robots(&self, origin: &str, thread: usize) -> Instant {
-        let Ok(origin_url) = Url::parse(origin) else {
-            return Instant::now();
+    /// Gives a budget back with the pause its last answer calls for, and commits the frontier.
+    fn release(&self, budget: &str, pace: Pace) {
+        let mut st = lock(&self.state);
+        if let Err(e) = st.frontier.commit() {
+            self.fail(e);
+        }
+        let backoff = st.backoff.entry(budget.to_string()).or_default();
+        let pause = politeness::pause_after(backoff, pace.base, pace.answer, pace.retry_after);
+        if backoff.is_zero() {
+            st.backoff.remove(budget);
+        }
+        let more = st.budgets.get(budget).is_some_and(|l| !l.is_empty());
+        st.sched
+            .release(&budget.to_string(), pace.end + pause, more);
+        let queued = st.frontier.total_queued();
+        drop(st);
+        self.wake.notify_one();
+        // Lock order everywhere: state, then stats, then log; never state while holding stats.
+        self.progress.update(&lock(&self.stats), queued);
+    }
+
+    /// Stops the crawl: nothing new starts, jobs in flight finish, files are closed.
+    fn stop(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        self.wake.notify_one();
+    }
+
+    /// Stops the crawl on a frontier failure (e.g. a full disk): the crawl can be resumed.
+    fn fail(&self, e: FrontierError) {
+        tracing::error!("{e}");
+        lock(&self.fatal).get_or_insert_with(|| e.to_string());
+        self.stop();
+    }
+
+    /// Marks an in-flight URL finished.
+    fn finished(&self, url: &Url) {
+        if let Err(e) = lock(&self.state).frontier.done(url) {
+            self.fail(e);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Name resolution
+// ---------------------------------------------------------------------------------------------
+
+impl Crawler {
+    /// Starts resolving a site's host name after `after`; the site joins its budget when done.
+    fn start_resolve(&self, st: &mut State, origin: &str, after: Duration) {
+        let Some(site) = st.sites.get(origin) else {
+            return;
         };
-        let Some(mut url) = robots::robots_url(&origin_url) else {
-            return Instant::now();
+        st.resolving += 1;
+        let request = ResolveRequest {
+            origin: origin.to_string(),
+            host: site.host.clone(),
+            after,
         };
-        let mut path = "P".to_string();
-        let mut via = origin_url.clone();
-        let mut next_at = Instant::now();
-        let token = self.profile.agent_token.clone();
+        if self.resolve_tx.send(request).is_err() {
+            // The resolver task is gone only when the crawl is ending.
+            st.resolving -= 1;
+        }
+    }
+
+    /// Records a lookup's answer.
+    fn resolved(&self, origin: &str, answer: Result<IpAddr, String>) {
+        let mut st = lock(&self.state);
+        st.resolving = st.resolving.saturating_sub(1);
+        let max = self.profile.politeness.max_retries;
+        let Some(site) = st.sites.get_mut(origin) else {
+            return;
+        };
+        match answer {
+            Ok(ip) => {
+                site.dns = Dns::Known(ip, Instant::now());
+                site.dns_failures = 0;
+                site.budget = Some(match self.profile.politeness.budget {
+                    BudgetKind::Ip => format!("ip:{ip}"),
+                    BudgetKind::Host => format!("host:{}", site.host),
+                });
+                self.mark_work(&mut st, origin);
+            }
+            Err(e) if site.dns_failures < max => {
+                site.dns_failures += 1;
+                let wait = Duration::from_secs(2u64.pow(site.dns_failures.min(10)));
+                self.runlog.line(&format!(
+                    "{origin}: DNS lookup failed ({e}); again in {wait:?}"
+                ));
+                self.start_resolve(&mut st, origin, wait);
+            }
+            Err(e) => {
+                site.dns = Dns::Failed;
+                self.runlog
+                    .line(&format!("{origin}: DNS lookup failed, giving up: {e}"));
+                self.drop_site_queue(&mut st, origin, status::DNS_FAILED, "dns-failed");
+            }
+        }
+        drop(st);
+        self.wake.notify_one();
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Jobs: robots.txt and URLs
+// ---------------------------------------------------------------------------------------------
+
+impl Crawler {
+    async fn run_job(&self, job: Job, thread: usize) -> Pace {
+        match job {
+            Job::Robots { origin } => self.run_robots(&origin, thread).await,
+            Job::Fetch { origin, candidate } => self.run_fetch(&origin, *candidate, thread).await,
+        }
+    }
+
+    /// The socket address and loopback-ness of a site's server for a URL.
+    fn target(&self, origin: &str, url: &Url) -> Option<SocketAddr> {
+        let st = lock(&self.state);
+        let ip = st.sites.get(origin)?.ip()?;
+        Some(SocketAddr::new(ip, url.port_or_known_default()?))
+    }
+
+    /// The normal pause after a fetch on this site: the politeness rules, slowed down for a
+    /// site that has been suspended before.
+    fn base_delay(&self, origin: &str, f: &Fetched) -> Duration {
+        let st = lock(&self.state);
+        let site = st.sites.get(origin);
+        let loopback = site.is_some_and(Site::loopback) && f.ip.is_loopback();
+        let crawl_delay = site.and_then(Site::crawl_delay);
+        let slowdown = site.map_or(1, |s| s.refusals.slowdown());
+        politeness::delay_after(
+            &self.profile.politeness,
+            loopback,
+            f.duration(),
+            crawl_delay,
+        )
+        .saturating_mul(slowdown)
+    }
+
+    /// Fetches robots.txt for a site, following up to 5 redirects and archiving every answer.
+    async fn run_robots(&self, origin: &str, thread: usize) -> Pace {
+        let Some(mut url) = Url::parse(origin).ok().and_then(|u| robots::robots_url(&u)) else {
+            return Pace::idle();
+        };
+        let mut candidate = Candidate {
+            url: url.clone(),
+            path: "P".to_string(),
+            via: Url::parse(origin).ok(),
+            attempts: 0,
+        };
+        let mut pace = Pace::idle();
         let mut outcome: Option<(Policy, Verdict)> = None;
         for hop in 0..=robots::MAX_ROBOTS_REDIRECTS {
-            let candidate = Candidate {
-                url: url.clone(),
-                path: path.clone(),
-                via: Some(via.clone()),
-                attempts: 0,
-            };
-            let fetched = match self.fetch_one(&candidate, |_| true).await {
+            let fetched = match self.fetch_on(origin, &candidate, |_| true).await {
                 Ok(f) => f,
                 Err(e) => {
                     self.log_error(&candidate, &e, thread, Vec::new());
+                    pace.answer = Answer::Overloaded;
                     break;
                 }
             };
-            next_at = fetched.finished_at + self.delay_for(origin, &fetched, None);
-            let location = redirect_target(&fetched);
             let mut f = fetched;
+            pace = Pace {
+                end: f.finished_at,
+                base: self.base_delay(origin, &f),
+                answer: answer_of(f.status),
+                retry_after: None,
+            };
+            let location = redirect_target(&f);
             self.archive(&candidate, &mut f, thread, Vec::new());
             match location {
-                Some(target)
-                    if (300..400).contains(&f.status) && hop < robots::MAX_ROBOTS_REDIRECTS =>
-                {
-                    via = url.clone();
+                Some(target) if hop < robots::MAX_ROBOTS_REDIRECTS => {
+                    candidate = Candidate {
+                        url: target.clone(),
+                        path: format!("{}R", candidate.path),
+                        via: Some(url.clone()),
+                        attempts: 0,
+                    };
                     url = target;
-                    path.push('R');
                     // Stay polite inside the redirect chain too.
-                    tokio::time::sleep_until(tokio::time::Instant::from_std(next_at)).await;
+                    let at = pace.end + pace.base;
+                    tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await;
                 }
                 _ => {
                     let body = extract::decode_body(
@@ -466,40 +792,37 @@ impl Crawler {
                         &f.payload[..],
                         robots::MAX_ROBOTS_BYTES,
                     );
+                    // A redirect chain longer than five hops counts as unreachable.
                     let status = if (300..400).contains(&f.status) {
                         500
                     } else {
                         f.status
                     };
+                    let token = &self.profile.robots_token;
                     outcome = Some(Policy::from_answer(
                         status,
                         &body.bytes,
-                        &token,
+                        token,
                         Instant::now(),
                     ));
                     break;
                 }
             }
         }
-        self.settle_robots(origin, outcome, next_at)
+        self.settle_robots(origin, outcome, &mut pace);
+        pace
     }
 
     /// Records what robots.txt said; on failure schedules another try or gives the site up.
-    fn settle_robots(
-        &self,
-        origin: &str,
-        outcome: Option<(Policy, Verdict)>,
-        next_at: Instant,
-    ) -> Instant {
+    fn settle_robots(&self, origin: &str, outcome: Option<(Policy, Verdict)>, pace: &mut Pace) {
         let mut st = lock(&self.state);
         let max_retries = self.profile.politeness.max_retries;
         let Some(site) = st.sites.get_mut(origin) else {
-            return next_at;
+            return;
         };
         match outcome {
             Some((policy, Verdict::Rules)) => {
                 site.robots = RobotsState::Known(policy);
-                next_at
             }
             _ => {
                 let attempts = match site.robots {
@@ -507,88 +830,57 @@ impl Crawler {
                     _ => 1,
                 };
                 if attempts > max_retries {
+                    self.runlog.line(&format!(
+                        "{origin}: robots.txt unavailable, giving up the site"
+                    ));
                     site.robots = RobotsState::GivenUp;
-                    next_at
                 } else {
+                    // Nothing is fetched meanwhile (complete disallow); the backoff doubles.
                     site.robots = RobotsState::Unavailable { attempts };
-                    // Back off: wait twice as long after each failure.
-                    let base = next_at
-                        .saturating_duration_since(Instant::now())
-                        .max(Duration::from_secs(1));
-                    Instant::now() + base * 2u32.saturating_pow(attempts)
+                    pace.answer = Answer::Overloaded;
+                    pace.base = pace.base.max(Duration::from_secs(1));
                 }
             }
         }
     }
 
-    /// Resolves and fetches one candidate.
-    async fn fetch_one(
+    /// Fetches a URL of a resolved site.
+    async fn fetch_on(
         &self,
+        origin: &str,
         candidate: &Candidate,
         keep: impl Fn(&hyper::HeaderMap) -> bool,
     ) -> Result<Fetched, FetchError> {
-        let addr: SocketAddr = crate::fetch::resolve(&candidate.url).await?;
-        let loopback = addr.ip().is_loopback();
-        {
-            let mut st = lock(&self.state);
-            if let Some(site) = st.sites.get_mut(&origin_of(&candidate.url)) {
-                site.loopback = loopback;
-            }
-        }
+        let addr = self
+            .target(origin, &candidate.url)
+            .ok_or_else(|| FetchError::Dns("the site's address is not known".into()))?;
         self.fetcher.get(&candidate.url, addr, keep).await
     }
 
-    /// The pause after a fetch on this site, from the politeness rules.
-    fn delay_for(&self, origin: &str, f: &Fetched, retry_after: Option<Duration>) -> Duration {
-        let st = lock(&self.state);
-        let site = st.sites.get(origin);
-        let loopback = site.is_some_and(|s| s.loopback) && f.ip.is_loopback();
-        let crawl_delay = site.and_then(|s| match &s.robots {
-            RobotsState::Known(p) => p.crawl_delay,
-            _ => None,
-        });
-        let d = politeness::delay_after(
-            &self.profile.politeness,
-            loopback,
-            f.duration(),
-            crawl_delay,
-        );
-        d.max(retry_after.unwrap_or(Duration::ZERO))
-    }
-
     /// Fetches a URL, decides what to keep, archives it and queues its links.
-    async fn run_fetch(&self, origin: &str, mut candidate: Candidate, thread: usize) -> Instant {
+    async fn run_fetch(&self, origin: &str, mut candidate: Candidate, thread: usize) -> Pace {
         candidate.attempts += 1;
         let retries_left = candidate.attempts <= self.profile.politeness.max_retries;
-        let mut f = match self.fetch_one(&candidate, is_html).await {
+        let mut f = match self.fetch_on(origin, &candidate, is_html).await {
             Ok(f) => f,
-            Err(e) => {
-                let start = Instant::now();
-                if retries_left && !matches!(e, FetchError::Other(_)) {
-                    self.log_error(
-                        &candidate,
-                        &e,
-                        thread,
-                        vec![format!("retry:{}", candidate.attempts)],
-                    );
-                    self.retry_later(origin, candidate);
-                } else {
-                    self.log_error(&candidate, &e, thread, Vec::new());
-                    self.finished(&candidate.url);
-                }
-                let base = politeness::delay_after(
-                    &self.profile.politeness,
-                    self.is_loopback(origin),
-                    Duration::ZERO,
-                    None,
-                );
-                return start + base;
-            }
+            Err(e) => return self.fetch_failed(origin, candidate, &e, retries_left, thread),
         };
         let retry_after = f
             .header("retry-after")
-            .and_then(|v| politeness::parse_retry_after(v, std::time::SystemTime::now()));
-        let next_at = f.finished_at + self.delay_for(origin, &f, retry_after);
+            .and_then(|v| politeness::parse_retry_after(v, SystemTime::now()));
+        let pace = Pace {
+            end: f.finished_at,
+            base: self.base_delay(origin, &f),
+            answer: answer_of(f.status),
+            retry_after,
+        };
+        let (links, directives, text) = self.links_and_directives(&f);
+        let refusal = politeness::refusal_marker(f.status, &f.headers, &text);
+        if self.note_refusal(origin, &f, refusal.as_deref()) && f.status != 403 {
+            // A challenge page or a 429 is no answer: try the URL again later.
+            self.retry_or_log(origin, candidate, &f, retries_left, thread, "refused");
+            return pace;
+        }
         let transient = f.status == 429 || f.status >= 500 || f.truncated == Some("disconnect");
         if transient && retries_left {
             self.log_fetched(
@@ -598,61 +890,117 @@ impl Crawler {
                 vec![format!("retry:{}", candidate.attempts)],
             );
             self.retry_later(origin, candidate);
-            return next_at;
+            return pace;
         }
-        let (links, directives) = self.links_and_directives(&f);
-        let mut notes = Vec::new();
         if let Some(reason) = directives.discard_reason() {
-            notes.push(reason.to_string());
-            self.log_fetched(&candidate, &f, thread, notes);
-            self.count_discard();
+            self.log_fetched(&candidate, &f, thread, vec![reason.to_string()]);
+            lock(&self.stats).discarded += 1;
         } else {
-            self.archive(&candidate, &mut f, thread, notes);
+            self.archive(&candidate, &mut f, thread, Vec::new());
         }
         if directives.follow_links() {
             self.queue_links(&candidate, links);
         }
         self.finished(&candidate.url);
-        next_at
+        pace
     }
 
-    /// Stops the crawl on a frontier failure: nothing more is fetched, files are closed.
-    fn fail(&self, e: crate::frontier::FrontierError) {
-        tracing::error!("{e}");
-        lock(&self.fatal).get_or_insert_with(|| e.to_string());
-        self.stopping.store(true, Ordering::SeqCst);
-        self.wake.notify_waiters();
-    }
-
-    /// Marks an in-flight URL finished.
-    fn finished(&self, url: &Url) {
-        if let Err(e) = lock(&self.state).frontier.done(url) {
-            self.fail(e);
+    /// A refused URL goes back to the queue while tries remain, else it is logged as final.
+    fn retry_or_log(
+        &self,
+        origin: &str,
+        candidate: Candidate,
+        f: &Fetched,
+        retries_left: bool,
+        thread: usize,
+        why: &str,
+    ) {
+        if retries_left {
+            let note = vec![why.to_string(), format!("retry:{}", candidate.attempts)];
+            self.log_fetched(&candidate, f, thread, note);
+            self.retry_later(origin, candidate);
+        } else {
+            self.log_fetched(&candidate, f, thread, vec![why.to_string()]);
+            self.finished(&candidate.url);
         }
     }
 
-    fn is_loopback(&self, origin: &str) -> bool {
-        lock(&self.state)
-            .sites
-            .get(origin)
-            .is_some_and(|s| s.loopback)
+    /// No answer at all: retry later while tries remain.
+    fn fetch_failed(
+        &self,
+        origin: &str,
+        candidate: Candidate,
+        e: &FetchError,
+        retries_left: bool,
+        thread: usize,
+    ) -> Pace {
+        let end = Instant::now();
+        if retries_left && !matches!(e, FetchError::Other(_)) {
+            let note = vec![format!("retry:{}", candidate.attempts)];
+            self.log_error(&candidate, e, thread, note);
+            self.retry_later(origin, candidate);
+        } else {
+            self.log_error(&candidate, e, thread, Vec::new());
+            self.finished(&candidate.url);
+        }
+        let st = lock(&self.state);
+        let loopback = st.sites.get(origin).is_some_and(Site::loopback);
+        drop(st);
+        Pace {
+            end,
+            base: politeness::delay_after(&self.profile.politeness, loopback, Duration::ZERO, None),
+            answer: Answer::Overloaded,
+            retry_after: None,
+        }
+    }
+
+    /// Counts a refusal (or a good answer, which resets the count) and suspends the site when
+    /// it keeps refusing. Returns true when this answer was a refusal.
+    fn note_refusal(&self, origin: &str, f: &Fetched, marker: Option<&str>) -> bool {
+        let settings = &self.profile.politeness.refusals;
+        let now = SystemTime::now();
+        let mut st = lock(&self.state);
+        let Some(site) = st.sites.get_mut(origin) else {
+            return false;
+        };
+        let suspended = site.refusals.record(marker.is_some(), settings, now);
+        let refusals = site.refusals.clone();
+        let host = site.host.clone();
+        drop(st);
+        lock(&self.book).set(origin, &refusals);
+        let Some(marker) = marker else {
+            return false;
+        };
+        if let Err(e) =
+            lock(&self.refusals_log).write(&host, f.ip, f.url.as_str(), f.status, marker)
+        {
+            tracing::error!("cannot write refusals.log: {e}");
+        }
+        if let Some(until) = suspended {
+            self.runlog.line(&format!(
+                "{origin}: {} refusals in a row (last: {marker}); leaving the site alone until {} \
+                 (round {}, then {}x slower)",
+                settings.threshold,
+                crate::runlog::format_epoch(until),
+                refusals.round,
+                refusals.slowdown()
+            ));
+        }
+        true
     }
 
     fn retry_later(&self, origin: &str, candidate: Candidate) {
         let mut st = lock(&self.state);
-        let budget = match st.sites.get(origin) {
-            Some(site) => site.budget.clone(),
-            None => budget_of(&candidate.url),
-        };
         if let Err(e) = st.frontier.push_retry(origin, candidate) {
             return self.fail(e);
         }
-        self.mark_work(&mut st, origin, &budget);
+        self.mark_work(&mut st, origin);
     }
 
-    /// Outlinks (HTML links and the redirect target) and robots directives (meta + header).
-    fn links_and_directives(&self, f: &Fetched) -> (Vec<Outlink>, Directives) {
-        let token = &self.profile.agent_token;
+    /// Outlinks (HTML links and the redirect target), robots directives (meta + header), and
+    /// the decoded start of an HTML body (for challenge-page markers).
+    fn links_and_directives(&self, f: &Fetched) -> (Vec<Outlink>, Directives, Vec<u8>) {
+        let token = &self.profile.robots_token;
         let mut directives = extract::x_robots_tag(&f.header_all("x-robots-tag"), token);
         let mut links = Vec::new();
         if let Some(target) = redirect_target(f) {
@@ -662,26 +1010,21 @@ impl Crawler {
                 context: "header/@location",
             });
         }
-        if (200..300).contains(&f.status) && !f.payload.is_empty() && is_html(&f.headers) {
-            let decoded = extract::decode_body(
-                f.header("content-encoding"),
-                &f.payload[..],
-                MAX_DECODED_HTML,
-            );
-            // extract_html cleans the label (quotes, case) itself.
-            let charset = f.header("content-type").and_then(|ct| {
-                ct.split(';').find_map(|p| {
-                    let (k, v) = p.split_once('=')?;
-                    k.trim()
-                        .eq_ignore_ascii_case("charset")
-                        .then(|| v.to_string())
-                })
-            });
-            let page = extract::extract_html(&decoded.bytes, charset.as_deref(), &f.url, token);
-            directives.merge(page.directives);
-            links.extend(page.links);
+        let mut text = Vec::new();
+        if !f.payload.is_empty() && is_html(&f.headers) {
+            let encoding = f.header("content-encoding");
+            let decoded = extract::decode_body(encoding, &f.payload[..], MAX_DECODED_HTML);
+            if (200..300).contains(&f.status) {
+                // extract_html cleans the label (quotes, case) itself.
+                let charset = f.header("content-type").and_then(charset_of);
+                let page = extract::extract_html(&decoded.bytes, charset, &f.url, token);
+                directives.merge(page.directives);
+                links.extend(page.links);
+            }
+            text = decoded.bytes;
+            text.truncate(16 * 1024);
         }
-        (links, directives)
+        (links, directives, text)
     }
 
     /// Scope-checks and queues the outlinks of a page.
@@ -701,10 +1044,10 @@ impl Crawler {
                 via: Some(parent.url.clone()),
                 attempts: 0,
             };
-            match self
-                .scope
-                .decide(&candidate.url, candidate.hops(), link.hop, &parent.url)
-            {
+            let decision =
+                self.scope
+                    .decide(&candidate.url, candidate.hops(), link.hop, &parent.url);
+            match decision {
                 Ok(()) => self.enqueue(&mut st, candidate),
                 Err(r) => self.log_unfetched(&candidate, status::OUT_OF_SCOPE, r.annotation()),
             }
@@ -735,28 +1078,57 @@ impl Crawler {
                 s.bytes += f.response.len();
             }
             Err(e) => {
-                // A WARC that cannot be written is fatal for the record, not the crawl: say so
-                // loudly in the log and on the terminal.
+                // One record that cannot be written does not end the crawl; it is said loudly
+                // on the terminal and in crawl.log.
                 tracing::error!("cannot write WARC record for {uri}: {e}");
                 notes.push("warc-write-failed".to_string());
             }
         }
         self.log_fetched(c, f, thread, notes);
     }
+}
 
-    fn count_discard(&self) {
-        lock(&self.stats).discarded += 1;
+/// 429 and 5xx slow the budget down; everything else is a normal answer.
+fn answer_of(status: u16) -> Answer {
+    if status == 429 || status >= 500 {
+        Answer::Overloaded
+    } else {
+        Answer::Fine
     }
+}
 
+/// The charset parameter of a Content-Type value.
+fn charset_of(content_type: &str) -> Option<&str> {
+    content_type.split(';').find_map(|p| {
+        let (k, v) = p.split_once('=')?;
+        k.trim().eq_ignore_ascii_case("charset").then_some(v)
+    })
+}
+
+/// The resolved `Location` of a redirect response.
+fn redirect_target(f: &Fetched) -> Option<Url> {
+    if !(300..400).contains(&f.status) {
+        return None;
+    }
+    let loc = f.header("location")?;
+    let mut target = f.url.join(loc.trim()).ok()?;
+    target.set_fragment(None);
+    matches!(target.scheme(), "http" | "https").then_some(target)
+}
+
+// ---------------------------------------------------------------------------------------------
+// crawl.log
+// ---------------------------------------------------------------------------------------------
+
+impl Crawler {
     fn log_fetched(&self, c: &Candidate, f: &Fetched, thread: usize, annotations: Vec<String>) {
         let mime = f.mime();
-        let via = c.via.as_ref().map(Url::as_str);
         self.write_log(Entry {
             status: i32::from(f.status),
             size: Some(f.payload_len),
             uri: c.url.as_str(),
             path: &c.path,
-            via,
+            via: c.via.as_ref().map(Url::as_str),
             mime: mime.as_deref(),
             thread,
             fetch: Some((f.started, f.duration())),
@@ -798,18 +1170,29 @@ impl Crawler {
     }
 }
 
-/// The resolved `Location` of a redirect response.
-fn redirect_target(f: &Fetched) -> Option<Url> {
-    if !(300..400).contains(&f.status) {
-        return None;
-    }
-    let loc = f.header("location")?;
-    let mut target = f.url.join(loc.trim()).ok()?;
-    target.set_fragment(None);
-    matches!(target.scheme(), "http" | "https").then_some(target)
+/// A name to resolve for a site, after a pause (retries back off).
+struct ResolveRequest {
+    origin: String,
+    host: String,
+    after: Duration,
 }
 
-/// Where a profile's crawl writes; exposed for the CLI summary.
-pub fn output_dir(p: &Profile) -> PathBuf {
-    p.output_dir.clone()
+/// Runs name lookups as they are asked for, each in its own small task, so a slow DNS server
+/// never holds up the dispatcher.
+fn spawn_resolver(
+    crawler: Arc<Crawler>,
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<ResolveRequest>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        while let Some(req) = rx.recv().await {
+            let c = crawler.clone();
+            tokio::spawn(async move {
+                if !req.after.is_zero() {
+                    tokio::time::sleep(req.after).await;
+                }
+                let answer = c.resolver.resolve(&req.host).await;
+                c.resolved(&req.origin, answer);
+            });
+        }
+    })
 }

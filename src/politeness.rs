@@ -60,6 +60,183 @@ pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     )
 }
 
+/// The longest a budget's backoff pause can grow after 429 and 5xx answers.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(30 * 60);
+
+/// What an answer means for the pace of the next request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    /// A normal answer (including 404 and other client errors).
+    Fine,
+    /// 429, a 5xx, or no answer at all: the server may be struggling.
+    Overloaded,
+}
+
+/// The pause before the next request to a budget, and the budget's new backoff.
+///
+/// An overloaded answer doubles the backoff, starting from the current delay (`base`), up to
+/// 30 minutes. A fine answer halves it; once it falls to `base` or below it is dropped, so the
+/// pace returns to normal after a few good answers. A `Retry-After` sets the backoff itself: the
+/// server said how long, and that pause holds from then on until good answers wear it down.
+pub fn pause_after(
+    backoff: &mut Duration,
+    base: Duration,
+    answer: Answer,
+    retry_after: Option<Duration>,
+) -> Duration {
+    match answer {
+        Answer::Overloaded => {
+            *backoff = (*backoff).max(base).saturating_mul(2).min(MAX_BACKOFF);
+        }
+        Answer::Fine => {
+            *backoff /= 2;
+            if *backoff <= base {
+                *backoff = Duration::ZERO;
+            }
+        }
+    }
+    if let Some(ra) = retry_after {
+        *backoff = ra.min(MAX_RETRY_AFTER);
+    }
+    base.max(*backoff)
+}
+
+/// When a site keeps refusing us: how many refusals in a row, how long to stay away.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RefusalSettings {
+    /// Refusals in a row that suspend a site.
+    pub threshold: u32,
+    /// Time away after the first suspension; doubled for each further round.
+    pub away: Duration,
+}
+
+impl Default for RefusalSettings {
+    fn default() -> Self {
+        RefusalSettings {
+            threshold: 5,
+            away: Duration::from_secs(6 * 3600),
+        }
+    }
+}
+
+/// A site's record of refusals. Wall-clock times, because a suspension outlives the process.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Refusals {
+    /// Refusals since the last answer that was not one.
+    pub consecutive: u32,
+    /// Suspensions so far.
+    pub round: u32,
+    /// Seconds since the Unix epoch until which the site is left alone.
+    pub until: Option<u64>,
+}
+
+impl Refusals {
+    /// Records an answer; returns the end of a new suspension when this refusal starts one.
+    /// Round r (1, 2, …) stays away `away × 2^(r-1)`.
+    pub fn record(&mut self, refused: bool, s: &RefusalSettings, now: SystemTime) -> Option<u64> {
+        if !refused {
+            self.consecutive = 0;
+            return None;
+        }
+        self.consecutive += 1;
+        if self.consecutive < s.threshold.max(1) {
+            return None;
+        }
+        self.consecutive = 0;
+        self.round += 1;
+        let away = s
+            .away
+            .saturating_mul(2u32.saturating_pow(self.round.saturating_sub(1)));
+        let until = epoch_secs(now).saturating_add(away.as_secs());
+        self.until = Some(until);
+        Some(until)
+    }
+
+    /// True while the site is suspended.
+    pub fn suspended(&self, now: SystemTime) -> bool {
+        self.until.is_some_and(|u| epoch_secs(now) < u)
+    }
+
+    /// How much slower than normal a site that has been suspended is crawled: ×2 per round.
+    pub fn slowdown(&self) -> u32 {
+        2u32.saturating_pow(self.round.min(10))
+    }
+}
+
+/// Seconds since the Unix epoch (0 for a clock before 1970).
+pub fn epoch_secs(t: SystemTime) -> u64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// Is this answer a refusal? Returns the marker seen: 403 and 429, or a bot challenge or
+/// captcha page recognised by its headers or its `<title>`. `body` is the decoded start of an
+/// HTML body, if any. A plain 503 is an overloaded server, not a refusal.
+pub fn refusal_marker(status: u16, headers: &hyper::HeaderMap, body: &[u8]) -> Option<String> {
+    if let Some(marker) = challenge_header(headers) {
+        return Some(marker);
+    }
+    if matches!(status, 403 | 429 | 503 | 200) {
+        if let Some(title) = challenge_title(body) {
+            return Some(format!("title:{title}"));
+        }
+    }
+    matches!(status, 403 | 429).then(|| format!("status:{status}"))
+}
+
+/// Headers that bot-protection services set on their challenge pages.
+fn challenge_header(headers: &hyper::HeaderMap) -> Option<String> {
+    let get = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_ascii_lowercase)
+    };
+    if get("cf-mitigated").is_some_and(|v| v.contains("challenge")) {
+        return Some("header:cf-mitigated".into());
+    }
+    if get("x-amzn-waf-action").is_some_and(|v| v.contains("captcha") || v.contains("challenge")) {
+        return Some("header:x-amzn-waf-action".into());
+    }
+    if headers.contains_key("x-datadome") || headers.contains_key("x-datadome-cid") {
+        return Some("header:x-datadome".into());
+    }
+    if get("server").is_some_and(|v| v.contains("ddos-guard")) && headers.contains_key("set-cookie")
+    {
+        return Some("header:server-ddos-guard".into());
+    }
+    None
+}
+
+/// Page titles of challenge and captcha pages (lower-case fragments).
+const CHALLENGE_TITLES: &[&str] = &[
+    "just a moment",
+    "attention required",
+    "captcha",
+    "are you a robot",
+    "are you human",
+    "verify you are human",
+    "human verification",
+    "bot verification",
+    "checking your browser",
+    "ddos-guard",
+    "access denied",
+    "request blocked",
+];
+
+fn challenge_title(body: &[u8]) -> Option<&'static str> {
+    let head = &body[..body.len().min(16 * 1024)];
+    let text = String::from_utf8_lossy(head).to_ascii_lowercase();
+    let start = text.find("<title")?;
+    let open_end = text[start..].find('>')? + start + 1;
+    let close = text[open_end..]
+        .find("</title")
+        .map_or(text.len(), |i| i + open_end);
+    let title = &text[open_end..close];
+    CHALLENGE_TITLES.iter().copied().find(|t| title.contains(t))
+}
+
 /// One politeness budget (a host now; a server IP address later).
 #[derive(Debug)]
 struct Budget {
@@ -190,7 +367,7 @@ mod tests {
             delay_factor: factor,
             max_delay: Duration::from_secs_f64(max),
             max_crawl_delay: Duration::from_secs(300),
-            max_retries: 3,
+            ..PolitenessSettings::default()
         }
     }
 
@@ -276,5 +453,91 @@ mod tests {
         s.pause(&1, t0 + secs(60.0));
         assert_eq!(s.next(t0 + secs(1.0)), Next::Wait(t0 + secs(60.0)));
         assert_eq!(s.next(t0 + secs(60.0)), Next::Go(1));
+    }
+
+    #[test]
+    fn overloaded_answers_double_the_pause_up_to_thirty_minutes() {
+        let base = secs(5.0);
+        let mut backoff = Duration::ZERO;
+        let mut pauses = Vec::new();
+        for _ in 0..12 {
+            pauses.push(pause_after(&mut backoff, base, Answer::Overloaded, None).as_secs());
+        }
+        assert_eq!(&pauses[..5], &[10, 20, 40, 80, 160]);
+        assert_eq!(*pauses.last().unwrap(), 1800);
+        assert!(pauses.windows(2).all(|w| w[1] >= w[0]));
+        // Good answers bring it down gradually: halved each time, then back to the base delay.
+        let down: Vec<u64> = (0..12)
+            .map(|_| pause_after(&mut backoff, base, Answer::Fine, None).as_secs())
+            .collect();
+        assert_eq!(&down[..3], &[900, 450, 225]);
+        assert_eq!(*down.last().unwrap(), 5);
+        assert_eq!(backoff, Duration::ZERO);
+    }
+
+    #[test]
+    fn retry_after_becomes_the_pause_from_then_on() {
+        let base = secs(5.0);
+        let mut backoff = Duration::ZERO;
+        let p = pause_after(&mut backoff, base, Answer::Overloaded, Some(secs(120.0)));
+        assert_eq!(p, secs(120.0));
+        // The next good answer halves it rather than dropping it at once.
+        assert_eq!(
+            pause_after(&mut backoff, base, Answer::Fine, None),
+            secs(60.0)
+        );
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let ra = parse_retry_after("Tue, 14 Nov 2023 22:23:20 GMT", now);
+        let p = pause_after(&mut backoff, base, Answer::Overloaded, ra);
+        assert_eq!(p, secs(600.0));
+    }
+
+    #[test]
+    fn refusals_suspend_then_each_round_is_longer_and_slower() {
+        let s = RefusalSettings::default();
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        let mut r = Refusals::default();
+        for _ in 0..4 {
+            assert_eq!(r.record(true, &s, t0), None);
+        }
+        // A good answer in between resets the count.
+        r.record(false, &s, t0);
+        for _ in 0..4 {
+            assert_eq!(r.record(true, &s, t0), None);
+        }
+        let until = r.record(true, &s, t0).unwrap();
+        assert_eq!(until, 1_000_000 + 6 * 3600);
+        assert!(r.suspended(t0 + Duration::from_secs(6 * 3600 - 1)));
+        assert!(!r.suspended(t0 + Duration::from_secs(6 * 3600)));
+        assert_eq!(r.slowdown(), 2);
+        let t1 = t0 + Duration::from_secs(7 * 3600);
+        let until2 = (0..5).find_map(|_| r.record(true, &s, t1)).unwrap();
+        assert_eq!(until2, 1_000_000 + 7 * 3600 + 12 * 3600);
+        assert_eq!(r.slowdown(), 4);
+    }
+
+    #[test]
+    fn refusal_markers() {
+        let mut h = hyper::HeaderMap::new();
+        assert_eq!(refusal_marker(403, &h, b""), Some("status:403".into()));
+        assert_eq!(refusal_marker(429, &h, b""), Some("status:429".into()));
+        assert_eq!(
+            refusal_marker(503, &h, b"<title>Down for maintenance</title>"),
+            None
+        );
+        assert_eq!(refusal_marker(404, &h, b""), None);
+        assert_eq!(
+            refusal_marker(503, &h, b"<html><TITLE>Just a moment...</TITLE>"),
+            Some("title:just a moment".into())
+        );
+        assert_eq!(
+            refusal_marker(200, &h, b"<title>Please complete the CAPTCHA</title>"),
+            Some("title:captcha".into())
+        );
+        h.insert("cf-mitigated", "challenge".parse().unwrap());
+        assert_eq!(
+            refusal_marker(403, &h, b""),
+            Some("header:cf-mitigated".into())
+        );
     }
 }

@@ -43,6 +43,8 @@ struct RawProfile {
     limits: RawLimits,
     #[serde(default)]
     output: RawOutput,
+    #[serde(default)]
+    resolve: std::collections::BTreeMap<String, String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -93,6 +95,10 @@ struct RawPoliteness {
     max_delay: f64,
     max_crawl_delay: f64,
     max_retries: i64,
+    budget: String,
+    refusals_before_suspend: i64,
+    suspend_hours: f64,
+    dns_cache_seconds: f64,
 }
 
 impl Default for RawPoliteness {
@@ -103,6 +109,10 @@ impl Default for RawPoliteness {
             max_delay: 30.0,
             max_crawl_delay: 300.0,
             max_retries: 3,
+            budget: "ip".to_string(),
+            refusals_before_suspend: 5,
+            suspend_hours: 6.0,
+            dns_cache_seconds: 600.0,
         }
     }
 }
@@ -111,11 +121,15 @@ impl Default for RawPoliteness {
 #[serde(deny_unknown_fields, default)]
 struct RawRobots {
     obey: bool,
+    reason: String,
 }
 
 impl Default for RawRobots {
     fn default() -> Self {
-        RawRobots { obey: true }
+        RawRobots {
+            obey: true,
+            reason: String::new(),
+        }
     }
 }
 
@@ -180,6 +194,13 @@ pub struct Profile {
     pub scope: ScopeSettings,
     pub politeness: PolitenessSettings,
     pub obey_robots: bool,
+    /// Why robots.txt is not obeyed (required when `obey_robots` is false).
+    pub unrestricted_reason: String,
+    /// The product token matched against robots.txt groups for Crawl-delay (the configured
+    /// token, even in an unrestricted run whose user agent says `-unrestricted`).
+    pub robots_token: String,
+    /// Host names mapped to addresses by the profile, like curl's `--resolve`.
+    pub resolve: std::collections::HashMap<String, std::net::IpAddr>,
     pub max_body_bytes: u64,
     pub timeout: Duration,
     pub output_dir: PathBuf,
@@ -206,6 +227,18 @@ pub struct PolitenessSettings {
     pub max_delay: Duration,
     pub max_crawl_delay: Duration,
     pub max_retries: u32,
+    /// One politeness budget per server IP address (default) or per host name.
+    pub budget: BudgetKind,
+    pub refusals: crate::politeness::RefusalSettings,
+    /// How long a name resolution is reused.
+    pub dns_cache: Duration,
+}
+
+/// What shares one politeness budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BudgetKind {
+    Ip,
+    Host,
 }
 
 impl Default for PolitenessSettings {
@@ -216,6 +249,9 @@ impl Default for PolitenessSettings {
             max_delay: Duration::from_secs(30),
             max_crawl_delay: Duration::from_secs(300),
             max_retries: 3,
+            budget: BudgetKind::Ip,
+            refusals: crate::politeness::RefusalSettings::default(),
+            dns_cache: Duration::from_secs(600),
         }
     }
 }
@@ -256,8 +292,9 @@ impl Profile {
             "# effective settings of {}\n[crawl]\nname = {:?}\nseeds = [{}]\nsites_at_once = {}\n\n\
              [identity]\nuser_agent = {:?}\n# robots.txt product token: {}\noperator = {:?}\n\n\
              [scope]\nmax_hops = {}\nmax_pages_per_site = {}\ninclude = {}\nexclude = {}\nembeds_off_site = {}\n\n\
-             [politeness]\nmin_delay = {}\ndelay_factor = {}\nmax_delay = {}\nmax_crawl_delay = {}\nmax_retries = {}\n\n\
-             [robots]\nobey = {}\n\n[limits]\nmax_body_bytes = {}\ntimeout = {}\n\n\
+                          [politeness]\nmin_delay = {}\ndelay_factor = {}\nmax_delay = {}\nmax_crawl_delay = {}\nmax_retries = {}\n\
+             budget = {:?}\nrefusals_before_suspend = {}\nsuspend_hours = {}\ndns_cache_seconds = {}\n\n\
+             [robots]\nobey = {}\nreason = {:?}\n# robots.txt product token: {}\n\n[limits]\nmax_body_bytes = {}\ntimeout = {}\n\n\
              [output]\ndir = {:?}\nprefix = {:?}\nwarc_max_bytes = {}\nwarc_version = {:?}\n",
             self.path.display(),
             self.name,
@@ -275,18 +312,40 @@ impl Profile {
             p.delay_factor,
             p.max_delay.as_secs_f64(),
             p.max_crawl_delay.as_secs_f64(),
-            p.max_retries,
+                        p.max_retries,
+            match p.budget {
+                BudgetKind::Ip => "ip",
+                BudgetKind::Host => "host",
+            },
+            p.refusals.threshold,
+            p.refusals.away.as_secs_f64() / 3600.0,
+            p.dns_cache.as_secs_f64(),
             self.obey_robots,
+            self.unrestricted_reason,
+            self.robots_token,
             self.max_body_bytes,
             self.timeout.as_secs_f64(),
             self.output_dir.display().to_string(),
             self.prefix,
             self.warc_max_bytes,
-            match self.warc_version {
+                        match self.warc_version {
                 WarcVersion::V1_0 => "1.0",
                 WarcVersion::V1_1 => "1.1",
             },
-        )
+        ) + &self.describe_resolve()
+    }
+
+    fn describe_resolve(&self) -> String {
+        if self.resolve.is_empty() {
+            return String::new();
+        }
+        let mut names: Vec<_> = self.resolve.iter().collect();
+        names.sort();
+        let lines: Vec<String> = names
+            .iter()
+            .map(|(h, ip)| format!("{h:?} = \"{ip}\""))
+            .collect();
+        format!("\n[resolve]\n{}\n", lines.join("\n"))
     }
 }
 
@@ -314,7 +373,8 @@ impl Checker<'_> {
         let mut item: Option<&toml_edit::Item> = None;
         let mut table = doc.as_table();
         let mut span = None;
-        for part in key.split('.') {
+        // Only the first dot separates table and key: `resolve.site-a.test` names a host.
+        for part in key.splitn(2, '.') {
             let Some((k, it)) = table.get_key_value(part) else {
                 break;
             };
@@ -393,19 +453,30 @@ impl Checker<'_> {
 
     fn validate(&self, raw: RawProfile) -> Result<Profile, ProfileError> {
         let seeds = self.seeds(&raw.crawl.seeds)?;
-        let (user_agent, agent_token) = self.user_agent(&raw.identity.user_agent)?;
-        let politeness = self.politeness(&raw.politeness, &seeds)?;
+        let (user_agent, robots_token) = self.user_agent(&raw.identity.user_agent)?;
+        let resolve = self.resolve(&raw.resolve)?;
+        let politeness = self.politeness(&raw.politeness, &seeds, &resolve)?;
+        let reason = raw.robots.reason.trim().to_string();
+        if reason.contains(['\r', '\n']) {
+            return Err(self.error("robots.reason", "must be a single line"));
+        }
+        let (user_agent, agent_token) = if raw.robots.obey {
+            (user_agent, robots_token.clone())
+        } else if reason.is_empty() {
+            return Err(self.error(
+                "robots.obey",
+                "obey = false needs a written reason: set [robots] reason = \"…\" (who asked \
+                 for this crawl and why robots.txt does not apply)",
+            ));
+        } else {
+            unrestricted_identity(&user_agent, &robots_token)
+        };
         let scope = self.scope(&raw.scope)?;
         let sites_at_once = self.positive("crawl.sites_at_once", raw.crawl.sites_at_once)?;
         if raw.crawl.name.trim().is_empty() || raw.crawl.name.contains(['\r', '\n']) {
             return Err(self.error("crawl.name", "must be a non-empty single line"));
         }
-        if !raw.robots.obey {
-            return Err(self.error(
-                "robots.obey",
-                "this version always obeys robots.txt; obey = false is not supported yet",
-            ));
-        }
+
         let max_body_bytes = self.positive("limits.max_body_bytes", raw.limits.max_body_bytes)?;
         let timeout = self.seconds("limits.timeout", raw.limits.timeout)?;
         if timeout.is_zero() {
@@ -450,6 +521,13 @@ impl Checker<'_> {
             scope,
             politeness,
             obey_robots: raw.robots.obey,
+            unrestricted_reason: if raw.robots.obey {
+                String::new()
+            } else {
+                reason
+            },
+            robots_token,
+            resolve,
             max_body_bytes,
             timeout,
             output_dir: base.join(&out.dir),
@@ -509,10 +587,28 @@ impl Checker<'_> {
         Ok((ua.to_string(), token))
     }
 
+    fn resolve(
+        &self,
+        raw: &std::collections::BTreeMap<String, String>,
+    ) -> Result<std::collections::HashMap<String, IpAddr>, ProfileError> {
+        raw.iter()
+            .map(|(host, addr)| {
+                let ip: IpAddr = addr.trim().parse().map_err(|_| {
+                    self.error(
+                        &format!("resolve.{host}"),
+                        format!("{addr:?} is not an IP address"),
+                    )
+                })?;
+                Ok((host.trim().trim_end_matches('.').to_ascii_lowercase(), ip))
+            })
+            .collect()
+    }
+
     fn politeness(
         &self,
         raw: &RawPoliteness,
         seeds: &[Url],
+        resolve: &std::collections::HashMap<String, IpAddr>,
     ) -> Result<PolitenessSettings, ProfileError> {
         let min_delay = self.seconds("politeness.min_delay", raw.min_delay)?;
         let max_delay = self.seconds("politeness.max_delay", raw.max_delay)?;
@@ -522,7 +618,7 @@ impl Checker<'_> {
             return Err(self.error("politeness.delay_factor", "must be a number from 0 to 1000"));
         }
         if raw.min_delay < MIN_DELAY_FLOOR {
-            if let Some(host) = seeds.iter().find(|u| !is_loopback_host(u)) {
+            if let Some(host) = seeds.iter().find(|u| !is_loopback_seed(u, resolve)) {
                 return Err(self.error(
                     "politeness.min_delay",
                     format!(
@@ -540,12 +636,44 @@ impl Checker<'_> {
             .ok()
             .filter(|&n| n <= 100)
             .ok_or_else(|| self.error("politeness.max_retries", "must be from 0 to 100"))?;
+        let budget = match raw.budget.as_str() {
+            "ip" => BudgetKind::Ip,
+            "host" => BudgetKind::Host,
+            other => {
+                return Err(self.error(
+                    "politeness.budget",
+                    format!("must be \"ip\" or \"host\", not {other:?}"),
+                ))
+            }
+        };
+        let threshold = u32::try_from(raw.refusals_before_suspend)
+            .ok()
+            .filter(|&n| (1..=1000).contains(&n))
+            .ok_or_else(|| {
+                self.error(
+                    "politeness.refusals_before_suspend",
+                    "must be from 1 to 1000",
+                )
+            })?;
+        if !(raw.suspend_hours.is_finite() && (0.0..=24.0 * 365.0).contains(&raw.suspend_hours)) {
+            return Err(self.error(
+                "politeness.suspend_hours",
+                "must be a number of hours from 0 to 8760",
+            ));
+        }
+        let dns_cache = self.seconds("politeness.dns_cache_seconds", raw.dns_cache_seconds)?;
         Ok(PolitenessSettings {
             min_delay,
             delay_factor: raw.delay_factor,
             max_delay,
             max_crawl_delay,
             max_retries,
+            budget,
+            refusals: crate::politeness::RefusalSettings {
+                threshold,
+                away: Duration::from_secs_f64(raw.suspend_hours * 3600.0),
+            },
+            dns_cache,
         })
     }
 
@@ -585,6 +713,29 @@ impl Checker<'_> {
             ));
         }
         Ok(Duration::from_secs_f64(value))
+    }
+}
+
+/// The user agent and robots token of an unrestricted run: `archiver/0.1 (+…)` becomes
+/// `archiver-unrestricted/0.1 (+…)`, so webmasters can tell such runs apart in their logs.
+fn unrestricted_identity(user_agent: &str, token: &str) -> (String, String) {
+    let new_token = format!("{token}-unrestricted");
+    let first_len = user_agent.find(['/', ' ']).unwrap_or(user_agent.len());
+    (
+        format!("{new_token}{}", &user_agent[first_len..]),
+        new_token,
+    )
+}
+
+/// Seeds count as loopback when the profile maps their host to a loopback address, or when
+/// they resolve only to loopback addresses.
+fn is_loopback_seed(url: &Url, resolve: &std::collections::HashMap<String, IpAddr>) -> bool {
+    let mapped = url
+        .host_str()
+        .and_then(|h| resolve.get(&h.to_ascii_lowercase()));
+    match mapped {
+        Some(ip) => ip.is_loopback(),
+        None => is_loopback_host(url),
     }
 }
 
@@ -684,6 +835,41 @@ min_delay = 0.5
         let src = format!("{GOOD}[output]\nwarc_version = \"2.0\"\n");
         let e = parse(&src).unwrap_err();
         assert_eq!((e.key.as_str(), e.line), ("output.warc_version", 10));
+    }
+
+    #[test]
+    fn unrestricted_needs_a_reason_and_says_so_in_its_user_agent() {
+        let off = format!("{GOOD}[robots]\nobey = false\n");
+        let e = parse(&off).unwrap_err();
+        assert_eq!((e.key.as_str(), e.line), ("robots.obey", 10), "{e}");
+        let p = parse(&format!(
+            "{off}reason = \"legal deposit, letter 2026-11\"\n"
+        ))
+        .unwrap();
+        assert_eq!(
+            p.user_agent,
+            "archiver-unrestricted/0.1 (+https://example.org/contact)"
+        );
+        assert_eq!(p.agent_token, "archiver-unrestricted");
+        assert_eq!(p.robots_token, "archiver");
+        assert_eq!(p.unrestricted_reason, "legal deposit, letter 2026-11");
+    }
+
+    #[test]
+    fn resolve_table_maps_names_and_counts_as_loopback() {
+        let src = GOOD.replace("http://127.0.0.1:8080/", "http://site-a.test/")
+            + "[resolve]\n\"site-a.test\" = \"127.0.0.5\"\n";
+        let p = parse(&src).unwrap();
+        assert_eq!(
+            p.resolve["site-a.test"],
+            "127.0.0.5".parse::<IpAddr>().unwrap()
+        );
+        let bad = src.replace("127.0.0.5", "not-an-ip");
+        let e = parse(&bad).unwrap_err();
+        assert_eq!(e.key, "resolve.site-a.test");
+        assert_eq!(e.line, 10);
+        let budget = format!("{GOOD}budget = \"server\"\n");
+        assert_eq!(parse(&budget).unwrap_err().key, "politeness.budget");
     }
 
     #[test]

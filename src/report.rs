@@ -21,6 +21,9 @@ pub struct Stats {
     pub left_queued: u64,
     /// True when Ctrl-C stopped the crawl.
     pub interrupted: bool,
+    /// Sites left alone because they kept refusing us, with the end of their time away
+    /// (seconds since the Unix epoch). A later run of the same profile resumes them.
+    pub suspended: Vec<(String, u64)>,
 }
 
 impl Stats {
@@ -56,6 +59,12 @@ impl Stats {
         );
         for (status, n) in &self.by_status {
             s.push_str(&format!(" {status}:{n}"));
+        }
+        for (origin, until) in &self.suspended {
+            s.push_str(&format!(
+                "\n  suspended:  {origin} until {} (it kept refusing us; a later run resumes it)",
+                crate::runlog::format_epoch(*until)
+            ));
         }
         s.push_str(&format!(
             "\n  output:     {}\n    WARCs:    {}\n    indexes:  {}\n    log:      {}\n",

@@ -1,0 +1,184 @@
+//! The crawl's own records besides crawl.log: `run.log` (what the crawler decided and why),
+//! `refusals.log` (every refusal a site gave us) and `state/sites.json` (what must outlive the
+//! process: which sites are suspended, until when, in which round).
+
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufWriter, Write};
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use anyhow::Context as _;
+use chrono::{DateTime, Utc};
+
+use crate::politeness::Refusals;
+
+/// Seconds since the Unix epoch as an ISO date.
+pub fn format_epoch(secs: u64) -> String {
+    i64::try_from(secs)
+        .ok()
+        .and_then(|s| DateTime::<Utc>::from_timestamp(s, 0))
+        .map_or_else(
+            || secs.to_string(),
+            |d| d.format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+        )
+}
+
+fn append(path: &Path) -> anyhow::Result<BufWriter<File>> {
+    let file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    Ok(BufWriter::new(file))
+}
+
+/// `run.log`: one timestamped line per decision worth knowing later.
+pub struct RunLog {
+    out: Mutex<BufWriter<File>>,
+}
+
+impl RunLog {
+    pub fn open(path: &Path) -> anyhow::Result<RunLog> {
+        Ok(RunLog {
+            out: Mutex::new(append(path)?),
+        })
+    }
+
+    /// Writes a line (and the same on the tracing log). Failures are reported, not fatal: this
+    /// log explains the crawl, it is not the crawl.
+    pub fn line(&self, text: &str) {
+        tracing::info!("{text}");
+        let mut out = self.out.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Utc::now().format("%Y-%m-%dT%H:%M:%S%.3fZ");
+        if writeln!(out, "{now} {text}")
+            .and_then(|_| out.flush())
+            .is_err()
+        {
+            tracing::error!("cannot write run.log");
+        }
+    }
+}
+
+/// `refusals.log`: time, host, IP, URL, status, marker — tab-separated.
+pub struct RefusalLog {
+    out: BufWriter<File>,
+}
+
+impl RefusalLog {
+    pub fn open(path: &Path) -> anyhow::Result<RefusalLog> {
+        Ok(RefusalLog { out: append(path)? })
+    }
+
+    pub fn write(
+        &mut self,
+        host: &str,
+        ip: IpAddr,
+        url: &str,
+        status: u16,
+        marker: &str,
+    ) -> io::Result<()> {
+        let now = Utc::now().format("%Y-%m-%dT%H:%M:%S%.3fZ");
+        writeln!(self.out, "{now}\t{host}\t{ip}\t{url}\t{status}\t{marker}")?;
+        self.out.flush()
+    }
+}
+
+/// Per-site facts that outlive one run (suspensions), saved as JSON.
+pub struct SiteBook {
+    path: PathBuf,
+    sites: BTreeMap<String, Refusals>,
+    dirty: bool,
+}
+
+impl SiteBook {
+    /// Loads the book, or starts an empty one. A damaged file is an error: silently forgetting
+    /// a suspension would send us straight back to a site that asked us to go away.
+    pub fn load(path: &Path) -> anyhow::Result<SiteBook> {
+        let sites = match std::fs::read(path) {
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .with_context(|| format!("{} is damaged; fix or remove it", path.display()))?,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => BTreeMap::new(),
+            Err(e) => {
+                return Err(e).with_context(|| format!("cannot read {}", path.display()));
+            }
+        };
+        Ok(SiteBook {
+            path: path.to_path_buf(),
+            sites,
+            dirty: false,
+        })
+    }
+
+    /// What is known of a site's refusals (nothing for a new site).
+    pub fn refusals(&self, origin: &str) -> Refusals {
+        self.sites.get(origin).cloned().unwrap_or_default()
+    }
+
+    /// Records a site's refusals; sites with nothing to remember are left out.
+    pub fn set(&mut self, origin: &str, r: &Refusals) {
+        let empty = r == &Refusals::default();
+        let changed = match self.sites.get(origin) {
+            Some(old) => old != r,
+            None => !empty,
+        };
+        if !changed {
+            return;
+        }
+        if empty {
+            self.sites.remove(origin);
+        } else {
+            self.sites.insert(origin.to_string(), r.clone());
+        }
+        self.dirty = true;
+    }
+
+    /// Writes the book atomically (temp file, then rename).
+    pub fn save(&mut self) -> anyhow::Result<()> {
+        if !self.dirty {
+            return Ok(());
+        }
+        if let Some(dir) = self.path.parent() {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+        }
+        let tmp = self.path.with_extension("json.tmp");
+        let json = serde_json::to_vec_pretty(&self.sites)?;
+        std::fs::write(&tmp, json).with_context(|| format!("cannot write {}", tmp.display()))?;
+        std::fs::rename(&tmp, &self.path)
+            .with_context(|| format!("cannot replace {}", self.path.display()))?;
+        self.dirty = false;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn site_book_round_trips_and_refuses_damage() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state").join("sites.json");
+        let mut book = SiteBook::load(&path).unwrap();
+        let r = Refusals {
+            consecutive: 0,
+            round: 1,
+            until: Some(2_000_000_000),
+        };
+        book.set("http://a.test", &r);
+        book.save().unwrap();
+        let book = SiteBook::load(&path).unwrap();
+        assert_eq!(book.refusals("http://a.test"), r);
+        assert_eq!(book.refusals("http://b.test"), Refusals::default());
+        std::fs::write(&path, b"{not json").unwrap();
+        let e = SiteBook::load(&path).err().unwrap();
+        assert!(format!("{e:#}").contains("damaged"));
+    }
+
+    #[test]
+    fn epoch_formats_as_iso() {
+        assert_eq!(format_epoch(0), "1970-01-01T00:00:00Z");
+    }
+}
