@@ -6,7 +6,7 @@
 //! order, chunked framing, compressed body as sent). hyper does no redirects, retries, cookies or
 //! decompression here: the crawler decides those itself.
 
-use std::io;
+use std::io::{self, Read};
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -202,14 +202,24 @@ impl Fetcher {
             .await;
         drop(sender);
         conn_task.abort();
-        let (request, response) = {
+        let (request, mut response) = {
             let mut c = capture.lock().unwrap_or_else(|p| p.into_inner());
             (
                 std::mem::take(&mut c.request),
                 std::mem::take(&mut c.response),
             )
         };
-        let body = outcome?;
+        let mut body = outcome?;
+        // The connection is closed now: that, not the last body frame, is when the server
+        // finished answering, and politeness delays count from it.
+        body.finished_at = Instant::now();
+        if body.truncated == Some("length") {
+            // hyper reads ahead; keep only the bytes up to the cut, so the record holds exactly
+            // the head and the first max_body_bytes of the body.
+            let chunked = is_chunked(&body.headers);
+            cut_after_payload(&mut response, chunked, body.len)
+                .map_err(|e| FetchError::Other(format!("cannot cut the truncated body: {e}")))?;
+        }
         Ok(Fetched {
             url: url.clone(),
             ip: addr.ip(),
@@ -326,6 +336,68 @@ struct Body {
     kept: Vec<u8>,
     truncated: Option<&'static str>,
     finished_at: Instant,
+}
+
+fn is_chunked(headers: &HeaderMap) -> bool {
+    headers
+        .get_all("transfer-encoding")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.to_ascii_lowercase().contains("chunked"))
+}
+
+/// Cuts a captured response right after `payload_len` bytes of (transfer-decoded) body.
+fn cut_after_payload(spool: &mut Spool, chunked: bool, payload_len: u64) -> io::Result<()> {
+    let head = spool.head(HEAD_SCAN)?;
+    let Some(head_len) = head
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map(|p| p + 4)
+    else {
+        return Ok(()); // no recognisable head: leave the bytes as they are
+    };
+    let cut = if chunked {
+        let mut reader = io::BufReader::new(spool.reader()?);
+        io::copy(&mut (&mut reader).take(head_len as u64), &mut io::sink())?;
+        head_len as u64 + chunked_raw_len(&mut reader, payload_len)?
+    } else {
+        head_len as u64 + payload_len
+    };
+    spool.truncate(cut)
+}
+
+/// How far the head of a response may reach before we give up looking for its end.
+const HEAD_SCAN: usize = 1 << 20;
+
+/// Raw bytes of chunked framing that carry the first `payload_len` decoded bytes.
+fn chunked_raw_len(r: &mut impl io::BufRead, payload_len: u64) -> io::Result<u64> {
+    let mut raw = 0u64;
+    let mut left = payload_len;
+    while left > 0 {
+        let mut line = String::new();
+        let n = r.read_line(&mut line)?;
+        if n == 0 {
+            break;
+        }
+        raw += n as u64;
+        let size_text = line.trim().split(';').next().unwrap_or("").trim();
+        let Ok(size) = u64::from_str_radix(size_text, 16) else {
+            break;
+        };
+        if size == 0 {
+            break;
+        }
+        let take = size.min(left);
+        io::copy(&mut r.take(take), &mut io::sink())?;
+        raw += take;
+        left -= take;
+        if take == size {
+            let mut crlf = [0u8; 2];
+            r.read_exact(&mut crlf)?;
+            raw += 2;
+        }
+    }
+    Ok(raw)
 }
 
 /// hyper's error kinds mapped onto crawl.log codes.

@@ -55,6 +55,8 @@ impl Spool {
         self.hasher.update(buf);
         self.len += buf.len() as u64;
         if let Some(file) = self.file.as_mut() {
+            // A reader may have moved the position: appends always go to the end.
+            file.seek(SeekFrom::End(0))?;
             return file.write_all(buf);
         }
         if self.mem.len() + buf.len() <= self.mem_limit {
@@ -67,6 +69,32 @@ impl Spool {
         file.write_all(buf)?;
         self.mem = Vec::new();
         self.file = Some(file);
+        Ok(())
+    }
+
+    /// Keeps only the first `len` bytes. The digest is recomputed from what is kept, since it
+    /// must describe exactly the bytes that go into the WARC record.
+    pub fn truncate(&mut self, len: u64) -> io::Result<()> {
+        if len >= self.len {
+            return Ok(());
+        }
+        match self.file.as_mut() {
+            Some(file) => file.set_len(len)?,
+            None => self.mem.truncate(len as usize),
+        }
+        self.len = len;
+        let mut hasher = Sha1::new();
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut reader = self.reader()?;
+        loop {
+            let n = reader.read(&mut buf)?;
+            if n == 0 {
+                break;
+            }
+            hasher.update(&buf[..n]);
+        }
+        drop(reader);
+        self.hasher = hasher;
         Ok(())
     }
 
@@ -137,6 +165,21 @@ mod tests {
         assert_eq!(spool.len(), 13);
         assert_eq!(spool.head(3).unwrap(), b"012");
         assert_eq!(spool.digest(), sha1_of(b"0123456789abc"));
+    }
+
+    #[test]
+    fn truncate_keeps_a_prefix_and_its_digest() {
+        for limit in [4, 1 << 20] {
+            let mut spool = Spool::new(limit);
+            spool.append(b"0123456789").unwrap();
+            spool.truncate(6).unwrap();
+            let mut all = Vec::new();
+            spool.reader().unwrap().read_to_end(&mut all).unwrap();
+            assert_eq!(all, b"012345");
+            assert_eq!(spool.digest(), sha1_of(b"012345"));
+            spool.append(b"ab").unwrap();
+            assert_eq!(spool.digest(), sha1_of(b"012345ab"));
+        }
     }
 
     #[test]
