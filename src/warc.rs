@@ -8,7 +8,7 @@
 //! sorted CDXJ sits in the index folder, so a finished-looking WARC always has its index.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
+use std::io::{self, BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
@@ -67,6 +67,15 @@ impl WarcVersion {
         }
     }
 
+    /// WARC-Profile of an identical-payload-digest revisit: each version names its own URI,
+    /// and readers of a 1.0 file may only know the 1.0 one.
+    pub fn revisit_profile(self) -> &'static str {
+        match self {
+            WarcVersion::V1_0 => "http://netpreserve.org/warc/1.0/revisit/identical-payload-digest",
+            WarcVersion::V1_1 => "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest",
+        }
+    }
+
     /// WARC-Date: 1.1 allows (and we want) microseconds; 1.0 only allows whole seconds.
     pub fn format_date(self, date: DateTime<Utc>) -> String {
         match self {
@@ -108,7 +117,33 @@ pub struct Exchange<'a> {
     pub truncated: Option<&'a str>,
 }
 
-/// Where the response record of an exchange went.
+/// A response whose payload was archived before: only its HTTP head is stored, and the record
+/// points at the original capture (WARC 1.1 §6.7.2, identical-payload-digest profile).
+///
+/// pywb replays it by looking up `refers_to_uri` near `refers_to_date` with the same payload
+/// digest in its index, so the original must be indexed in the collection that replays this.
+#[derive(Debug, Clone)]
+pub struct Revisit<'a> {
+    pub target_uri: &'a str,
+    /// When the request started.
+    pub date: DateTime<Utc>,
+    pub ip: Option<IpAddr>,
+    /// Exact bytes sent.
+    pub request: &'a [u8],
+    /// The response's status line and headers, up to and including the blank line (see
+    /// [`http_head`] to cut it from the received bytes).
+    pub http_head: &'a [u8],
+    /// `sha1:...` of the payload, the same value as the original's WARC-Payload-Digest.
+    pub payload_digest: String,
+    /// WARC-Target-URI of the original.
+    pub refers_to_uri: &'a str,
+    /// WARC-Date of the original, a full W3C date (`2026-11-30T23:38:13Z` or with a fraction).
+    pub refers_to_date: &'a str,
+    /// WARC-Record-ID of the original (`<urn:uuid:…>`), when known.
+    pub refers_to_record_id: Option<&'a str>,
+}
+
+/// Where the response (or revisit) record of an exchange went.
 #[derive(Debug, Clone)]
 pub struct Written {
     /// Final file name (`….warc.gz`, never `.open`), as the CDXJ `filename` field has it.
@@ -117,6 +152,10 @@ pub struct Written {
     pub offset: u64,
     /// Compressed length of that member.
     pub length: u64,
+    /// WARC-Record-ID of that record: a later revisit's WARC-Refers-To.
+    pub record_id: String,
+    /// WARC-Date of that record as written: a later revisit's WARC-Refers-To-Date.
+    pub warc_date: String,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -139,6 +178,8 @@ pub enum WarcError {
     BadHeaderValue { field: &'static str, value: String },
     #[error("bad WARC setting: {0}")]
     BadSetting(String),
+    #[error("cannot close {} after a crash: {} exists already", .open.display(), .done.display())]
+    RecoverClash { open: PathBuf, done: PathBuf },
 }
 
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> WarcError + '_ {
@@ -220,7 +261,7 @@ impl WarcWriter {
             check_token("WARC-Truncated", t)?;
         }
         if let Some(d) = ex.payload_digest.as_deref() {
-            check_digest(d)?;
+            check_digest("WARC-Payload-Digest", d)?;
         }
         let http_head = ex
             .response
@@ -229,6 +270,52 @@ impl WarcWriter {
                 uri: ex.target_uri.to_string(),
                 source,
             })?;
+        let date = self.settings.version.format_date(ex.date);
+        let id = record_id();
+        let digest = ex.payload_digest.clone();
+        let capture = Capture {
+            url: ex.target_uri,
+            warc_date: &date,
+            record_type: "response",
+            content_type: Some(CONTENT_TYPE_RESPONSE),
+            http_head: &http_head,
+            payload_digest: digest.as_deref(),
+        };
+        self.append(&capture, &id, |cur, version| {
+            write_pair(cur, version, &date, &id, &mut ex)
+        })
+    }
+
+    /// Writes a `revisit` record (identical-payload-digest profile: the HTTP head only, the
+    /// payload stays with the original), then the request record pointing at it, and returns
+    /// where the revisit record went. It is indexed like cdxj-indexer indexes a revisit, so
+    /// pywb finds it and resolves it through the original. Errors, rollback and rotation as
+    /// [`WarcWriter::write_exchange`].
+    pub fn write_revisit(&mut self, rv: Revisit<'_>) -> Result<Written, WarcError> {
+        check_revisit(&rv)?;
+        let date = self.settings.version.format_date(rv.date);
+        let id = record_id();
+        let capture = Capture {
+            url: rv.target_uri,
+            warc_date: &date,
+            record_type: "revisit",
+            content_type: Some(CONTENT_TYPE_RESPONSE),
+            http_head: rv.http_head,
+            payload_digest: Some(&rv.payload_digest),
+        };
+        self.append(&capture, &id, |cur, version| {
+            write_revisit_pair(cur, version, &date, &id, &rv)
+        })
+    }
+
+    /// Runs `write` (which appends one capture record and its request) at the end of the
+    /// current file, opening one if needed; then indexes the capture and rotates, or on error
+    /// cuts the file back to where it was. The one place records enter a file, so rollback,
+    /// byte counts and index lines cannot differ between record kinds.
+    fn append<F>(&mut self, capture: &Capture<'_>, id: &str, write: F) -> Result<Written, WarcError>
+    where
+        F: FnOnce(&mut OpenWarc, WarcVersion) -> Result<(u64, u64), WarcError>,
+    {
         let version = self.settings.version;
         let cur = match self.current {
             Some(ref mut cur) => cur,
@@ -238,26 +325,16 @@ impl WarcWriter {
             }
         };
         let start = cur.size;
-        let date = version.format_date(ex.date);
-        match write_pair(cur, version, &date, &mut ex) {
+        match write(cur, version) {
             Ok((offset, length)) => {
-                let line = cdx::cdxj_line(&CdxRecord {
-                    url: ex.target_uri,
-                    warc_date: &date,
-                    record_type: "response",
-                    content_type: Some(CONTENT_TYPE_RESPONSE),
-                    http_head: &http_head,
-                    payload_digest: ex.payload_digest.as_deref(),
-                    length,
-                    offset,
-                    filename: &cur.name,
-                });
-                cur.cdx_lines.push(line);
+                cur.cdx_lines.push(capture.line(&cur.name, offset, length));
                 self.bytes_written += cur.size - start;
                 let written = Written {
                     filename: cur.name.clone(),
                     offset,
                     length,
+                    record_id: id.to_string(),
+                    warc_date: capture.warc_date.to_string(),
                 };
                 if cur.size >= self.settings.max_bytes {
                     self.close()?;
@@ -374,18 +451,11 @@ impl WarcWriter {
         }
     }
 
-    /// fsync, write the sorted index, then rename the WARC (index first, so every
-    /// `.warc.gz` that exists has its CDXJ).
+    /// fsync, then index and rename (see [`seal`]).
     fn finish(&mut self, cur: OpenWarc) -> Result<(), WarcError> {
         cur.file.sync_all().map_err(io_err(&cur.open_path))?;
         drop(cur.file);
-        let mut lines = cur.cdx_lines;
-        cdx::sort_lines(&mut lines);
-        let stem = cur.name.strip_suffix(".warc.gz").unwrap_or(&cur.name);
-        write_index(&self.settings.index_dir, stem, &lines)?;
-        let final_path = self.settings.warc_dir.join(&cur.name);
-        fs::rename(&cur.open_path, &final_path).map_err(io_err(&cur.open_path))?;
-        sync_dir(&self.settings.warc_dir);
+        let final_path = seal(&self.settings, &cur.open_path, &cur.name, cur.cdx_lines)?;
         self.closed.push(final_path);
         Ok(())
     }
@@ -400,19 +470,431 @@ impl Drop for WarcWriter {
     }
 }
 
+/// Largest WARC header block crash recovery accepts; a bigger one is garbage, not a record.
+const MAX_WARC_HEAD_BYTES: u64 = 1 << 20;
+
+/// What crash recovery did with one `.open` file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recovered {
+    /// The closed `….warc.gz`, or, when `removed`, the `.open` file that was deleted.
+    pub path: PathBuf,
+    /// True when not one whole record survived (an empty file, or one torn inside its first
+    /// record): the file is deleted and gets no index. The writer never leaves a file without
+    /// a record either, and an empty `.warc.gz` would only puzzle tools and people.
+    pub removed: bool,
+    /// Whole records kept, warcinfo and requests included.
+    pub records_kept: usize,
+    /// Bytes cut off the end (a torn last record, garbage after it).
+    pub bytes_cut: u64,
+    /// (WARC-Target-URI, WARC-Type) of every kept record that has a target, in file order.
+    pub records: Vec<(String, String)>,
+}
+
+impl Recovered {
+    /// URIs whose response or revisit survived: archived already, so a resumed crawl must mark
+    /// them done instead of fetching them again.
+    pub fn captured_uris(&self) -> impl Iterator<Item = &str> {
+        self.records
+            .iter()
+            .filter(|(_, t)| t == "response" || t == "revisit")
+            .map(|(u, _)| u.as_str())
+    }
+}
+
+/// Closes every `*.warc.gz.open` in `warc_dir` left by a crashed or killed run, so that each
+/// ends exactly as if `close` had run after its last whole record: records are checked member
+/// by member from the start; the file is cut after the last whole one (a torn last record is
+/// never left half-written); its CDXJ is rebuilt from the kept response and revisit records
+/// (the same lines the writer makes) and written the way `close` writes it; then the file is
+/// renamed. A file left without a single whole record is deleted (see [`Recovered::removed`]).
+///
+/// Every file is read before any is changed, so the usual failures (a read error, a file that
+/// cannot be opened for writing, a name already taken) stop recovery with nothing changed and
+/// the caller can fix the cause and run it again without losing the list of records. Nothing
+/// is ever cut unless every byte before the cut was read.
+///
+/// Call it before a `WarcWriter` is created for the folder and only while holding the crawl's
+/// lock: a file another live writer is appending to would be cut and closed under it.
+pub fn recover_open_files(settings: &WarcSettings) -> Result<Vec<Recovered>, WarcError> {
+    let open = open_files(&settings.warc_dir)?;
+    if open.is_empty() {
+        return Ok(Vec::new());
+    }
+    fs::create_dir_all(&settings.index_dir).map_err(|source| WarcError::CreateDir {
+        path: settings.index_dir.clone(),
+        source,
+    })?;
+    let checked = open
+        .iter()
+        .map(|p| check_open_file(settings, p))
+        .collect::<Result<Vec<_>, _>>()?;
+    checked
+        .into_iter()
+        .map(|c| close_checked(settings, c))
+        .collect()
+}
+
+/// `*.warc.gz.open` files in `dir`, sorted; none if `dir` does not exist (a fresh crawl).
+fn open_files(dir: &Path) -> Result<Vec<PathBuf>, WarcError> {
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => return Err(io_err(dir)(source)),
+    };
+    let mut found = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(io_err(dir))?;
+        let is_open = entry
+            .file_name()
+            .to_str()
+            .is_some_and(|n| n.ends_with(".warc.gz.open"));
+        if is_open && entry.file_type().map_err(io_err(dir))?.is_file() {
+            found.push(entry.path());
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
+/// An `.open` file read to the end of its last whole record, not changed yet.
+struct Checked {
+    file: File,
+    open_path: PathBuf,
+    /// The name it gets when closed.
+    name: String,
+    size: u64,
+    scan: Scan,
+}
+
+/// Opens (for writing too, to learn now whether it can be cut) and scans one `.open` file.
+fn check_open_file(settings: &WarcSettings, open_path: &Path) -> Result<Checked, WarcError> {
+    let name = open_path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_suffix(".open"))
+        .ok_or_else(|| WarcError::BadSetting(format!("not a .open WARC: {}", open_path.display())))?
+        .to_string();
+    let done = settings.warc_dir.join(&name);
+    if done.exists() {
+        return Err(WarcError::RecoverClash {
+            open: open_path.to_path_buf(),
+            done,
+        });
+    }
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(open_path)
+        .map_err(io_err(open_path))?;
+    let size = file.metadata().map_err(io_err(open_path))?.len();
+    let scan = scan_members(&file, open_path, &name)?;
+    Ok(Checked {
+        file,
+        open_path: open_path.to_path_buf(),
+        name,
+        size,
+        scan,
+    })
+}
+
+/// Cuts, syncs, indexes and renames a checked file, or deletes it if no record survived.
+fn close_checked(settings: &WarcSettings, c: Checked) -> Result<Recovered, WarcError> {
+    let mut recovered = Recovered {
+        path: c.open_path.clone(),
+        removed: c.scan.end == 0,
+        records_kept: c.scan.kept,
+        bytes_cut: c.size.saturating_sub(c.scan.end),
+        records: c.scan.records,
+    };
+    if recovered.removed {
+        drop(c.file);
+        fs::remove_file(&c.open_path).map_err(io_err(&c.open_path))?;
+        sync_dir(&settings.warc_dir);
+        tracing::warn!(path = %c.open_path.display(), bytes = c.size,
+            "removed an unfinished WARC that holds no whole record");
+        return Ok(recovered);
+    }
+    if c.scan.end < c.size {
+        c.file.set_len(c.scan.end).map_err(io_err(&c.open_path))?;
+    }
+    c.file.sync_all().map_err(io_err(&c.open_path))?;
+    drop(c.file);
+    recovered.path = seal(settings, &c.open_path, &c.name, c.scan.lines)?;
+    tracing::info!(path = %recovered.path.display(), records = recovered.records_kept,
+        bytes_cut = recovered.bytes_cut, "closed an unfinished WARC");
+    Ok(recovered)
+}
+
+/// What walking the members of a file found.
+struct Scan {
+    /// Offset just after the last whole record.
+    end: u64,
+    kept: usize,
+    records: Vec<(String, String)>,
+    /// CDXJ lines of the kept captures, unsorted.
+    lines: Vec<String>,
+}
+
+/// Walks the gzip members of `file` from the start while each holds one whole record. The
+/// first member that does not (torn, corrupt, garbage) ends the walk: an `.open` file only
+/// grows at its end, so whatever follows a bad member is the remains of the same crash.
+fn scan_members(file: &File, path: &Path, name: &str) -> Result<Scan, WarcError> {
+    let mut src = Consumed::new(BufReader::with_capacity(COPY_BUF_BYTES, file));
+    let mut scan = Scan {
+        end: 0,
+        kept: 0,
+        records: Vec::new(),
+        lines: Vec::new(),
+    };
+    loop {
+        let offset = src.consumed;
+        let member = read_member(&mut src);
+        if let Some(source) = src.failed.take() {
+            // The disk failed, not the data: cutting now could destroy good records.
+            return Err(WarcError::Io {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+        let rec = match member {
+            Ok(Some(rec)) => rec,
+            Ok(None) => break,
+            Err(e) => {
+                tracing::warn!(path = %path.display(), offset, error = %e,
+                    "unfinished or damaged record: the file is cut here");
+                break;
+            }
+        };
+        let length = src.consumed - offset;
+        if let Some(line) = rec.index_line(name, offset, length) {
+            scan.lines.push(line);
+        }
+        if let Some(uri) = rec.field("WARC-Target-URI") {
+            scan.records
+                .push((uri.to_string(), rec.warc_type().to_string()));
+        }
+        scan.kept += 1;
+        scan.end = src.consumed;
+    }
+    Ok(scan)
+}
+
+/// A record re-read from a member: its header fields and the start of its block.
+struct MemberRecord {
+    fields: Vec<(String, String)>,
+    /// Up to `INDEX_HEAD_BYTES` of the block, for response and revisit records only.
+    head: Vec<u8>,
+}
+
+impl MemberRecord {
+    /// The first value of header `name` (names compare case-insensitively, as WARC says).
+    fn field(&self, name: &str) -> Option<&str> {
+        self.fields
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn warc_type(&self) -> &str {
+        self.field("WARC-Type").unwrap_or("")
+    }
+
+    /// The CDXJ line the writer made for this record, if it is a capture the writer indexes.
+    fn index_line(&self, filename: &str, offset: u64, length: u64) -> Option<String> {
+        let record_type = self.warc_type();
+        if record_type != "response" && record_type != "revisit" {
+            return None;
+        }
+        let capture = Capture {
+            url: self.field("WARC-Target-URI")?,
+            warc_date: self.field("WARC-Date")?,
+            record_type,
+            content_type: self.field("Content-Type"),
+            http_head: &self.head,
+            payload_digest: self.field("WARC-Payload-Digest"),
+        };
+        Some(capture.line(filename, offset, length))
+    }
+}
+
+/// Reads one gzip member and checks it holds exactly one whole record: a WARC header block,
+/// Content-Length bytes of block, the closing CRLF CRLF, then the member's end (whose CRC the
+/// decoder checks). `Ok(None)` at the end of the file; an error for anything else.
+fn read_member<R: BufRead>(src: &mut R) -> io::Result<Option<MemberRecord>> {
+    if src.fill_buf()?.is_empty() {
+        return Ok(None);
+    }
+    let mut dec =
+        BufReader::with_capacity(COPY_BUF_BYTES, flate2::bufread::GzDecoder::new(&mut *src));
+    let fields = read_warc_head(&mut dec)?;
+    let length: u64 = fields
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("Content-Length"))
+        .and_then(|(_, v)| v.parse().ok())
+        .ok_or_else(|| bad_record("no valid Content-Length"))?;
+    let mut rec = MemberRecord {
+        fields,
+        head: Vec::new(),
+    };
+    let keep = match rec.warc_type() {
+        "response" | "revisit" => INDEX_HEAD_BYTES as u64,
+        _ => 0,
+    };
+    let mut block = (&mut dec).take(length);
+    (&mut block).take(keep).read_to_end(&mut rec.head)?;
+    let rest = io::copy(&mut block, &mut io::sink())?;
+    if rec.head.len() as u64 + rest != length {
+        return Err(io::ErrorKind::UnexpectedEof.into());
+    }
+    let mut tail = Vec::new();
+    dec.take(5).read_to_end(&mut tail)?;
+    if tail != b"\r\n\r\n" {
+        return Err(bad_record(
+            "the block is not followed by CRLF CRLF and the member's end",
+        ));
+    }
+    Ok(Some(rec))
+}
+
+/// Parses `WARC/x.y` and the `Name: value` lines up to the blank line.
+fn read_warc_head<R: BufRead>(r: &mut R) -> io::Result<Vec<(String, String)>> {
+    let mut limited = r.take(MAX_WARC_HEAD_BYTES);
+    let mut line = Vec::new();
+    limited.read_until(b'\n', &mut line)?;
+    if !line.starts_with(b"WARC/") || !line.ends_with(b"\r\n") {
+        return Err(bad_record("no WARC version line"));
+    }
+    let mut fields = Vec::new();
+    loop {
+        line.clear();
+        limited.read_until(b'\n', &mut line)?;
+        if line == b"\r\n" {
+            return Ok(fields);
+        }
+        let text = std::str::from_utf8(&line)
+            .ok()
+            .and_then(|l| l.strip_suffix("\r\n"))
+            .ok_or_else(|| bad_record("a header line is cut or not UTF-8"))?;
+        let (name, value) = text
+            .split_once(':')
+            .ok_or_else(|| bad_record("a header line without ':'"))?;
+        fields.push((name.trim().to_string(), value.trim().to_string()));
+    }
+}
+
+fn bad_record(why: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, why.to_string())
+}
+
+/// A `BufRead` that counts the bytes its user consumed (the position just after a gzip
+/// member, however far the buffer below has read ahead) and keeps the error of a failed
+/// read, so a disk error is never mistaken for a torn record.
+struct Consumed<R> {
+    inner: R,
+    consumed: u64,
+    failed: Option<io::Error>,
+}
+
+impl<R> Consumed<R> {
+    fn new(inner: R) -> Self {
+        Consumed {
+            inner,
+            consumed: 0,
+            failed: None,
+        }
+    }
+}
+
+impl<R: BufRead> Read for Consumed<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let avail = self.fill_buf()?;
+        let n = avail.len().min(buf.len());
+        buf[..n].copy_from_slice(&avail[..n]);
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+impl<R: BufRead> BufRead for Consumed<R> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        match self.inner.fill_buf() {
+            Ok(buf) => Ok(buf),
+            Err(e) => {
+                // Any failure below, even EINTR, stops recovery rather than cut the file.
+                let kind = e.kind();
+                self.failed = Some(e);
+                Err(kind.into())
+            }
+        }
+    }
+
+    fn consume(&mut self, amt: usize) {
+        self.consumed += amt as u64;
+        self.inner.consume(amt);
+    }
+}
+
+/// Writes the sorted index, then renames the WARC from `.open` to `name` (index first, so every
+/// `.warc.gz` that exists has its CDXJ). The file must already be synced. Shared by `close` and
+/// crash recovery so a recovered file ends exactly like a closed one.
+fn seal(
+    settings: &WarcSettings,
+    open_path: &Path,
+    name: &str,
+    mut lines: Vec<String>,
+) -> Result<PathBuf, WarcError> {
+    cdx::sort_lines(&mut lines);
+    let stem = name.strip_suffix(".warc.gz").unwrap_or(name);
+    write_index(&settings.index_dir, stem, &lines)?;
+    let final_path = settings.warc_dir.join(name);
+    fs::rename(open_path, &final_path).map_err(io_err(open_path))?;
+    sync_dir(&settings.warc_dir);
+    Ok(final_path)
+}
+
+/// What a capture record's CDXJ line is made of. Built by the writer for each response or
+/// revisit it writes and by crash recovery from the records it re-reads, so both produce the
+/// same line for the same record.
+struct Capture<'a> {
+    url: &'a str,
+    warc_date: &'a str,
+    record_type: &'a str,
+    content_type: Option<&'a str>,
+    /// Start of the record block (status line, headers, maybe some body).
+    http_head: &'a [u8],
+    payload_digest: Option<&'a str>,
+}
+
+impl Capture<'_> {
+    /// The CDXJ line of this record at `offset` (member length `length`) in WARC `filename`.
+    fn line(&self, filename: &str, offset: u64, length: u64) -> String {
+        cdx::cdxj_line(&CdxRecord {
+            url: self.url,
+            warc_date: self.warc_date,
+            record_type: self.record_type,
+            content_type: self.content_type,
+            http_head: self.http_head,
+            payload_digest: self.payload_digest,
+            length,
+            offset,
+            filename,
+        })
+    }
+}
+
 /// Response record then request record; returns the response member's offset and length.
 fn write_pair(
     cur: &mut OpenWarc,
     version: WarcVersion,
     date: &str,
+    response_id: &str,
     ex: &mut Exchange<'_>,
 ) -> Result<(u64, u64), WarcError> {
     let uri = ex.target_uri;
     let ip = ex.ip.map(|ip| ip.to_string());
-    let response_id = record_id();
     let mut head = Head::new(version);
     head.field("WARC-Type", "response");
-    head.field("WARC-Record-ID", &response_id);
+    head.field("WARC-Record-ID", response_id);
     head.field("WARC-Date", date);
     head.field("WARC-Target-URI", uri);
     if let Some(ip) = &ip {
@@ -435,23 +917,92 @@ fn write_pair(
     })?;
     let response = write_record(cur, &head, &mut body, len, uri)?;
     drop(body);
+    let request = Request {
+        uri,
+        ip: ip.as_deref(),
+        date,
+        concurrent_to: response_id,
+        bytes: ex.request,
+    };
+    write_request(cur, version, &request)?;
+    Ok(response)
+}
 
+/// Revisit record then request record; returns the revisit member's offset and length.
+/// Header order follows the response record's, with the revisit fields before the digests.
+fn write_revisit_pair(
+    cur: &mut OpenWarc,
+    version: WarcVersion,
+    date: &str,
+    revisit_id: &str,
+    rv: &Revisit<'_>,
+) -> Result<(u64, u64), WarcError> {
+    let ip = rv.ip.map(|ip| ip.to_string());
     let mut head = Head::new(version);
-    head.field("WARC-Type", "request");
-    head.field("WARC-Record-ID", &record_id());
+    head.field("WARC-Type", "revisit");
+    head.field("WARC-Record-ID", revisit_id);
     head.field("WARC-Date", date);
-    head.field("WARC-Target-URI", uri);
+    head.field("WARC-Target-URI", rv.target_uri);
     if let Some(ip) = &ip {
         head.field("WARC-IP-Address", ip);
     }
-    head.field("WARC-Concurrent-To", &response_id);
     head.field("WARC-Warcinfo-ID", &cur.warcinfo_id);
-    head.field("WARC-Block-Digest", &sha1_of(ex.request));
+    head.field("WARC-Profile", version.revisit_profile());
+    if let Some(id) = rv.refers_to_record_id {
+        head.field("WARC-Refers-To", id);
+    }
+    head.field("WARC-Refers-To-Target-URI", rv.refers_to_uri);
+    head.field("WARC-Refers-To-Date", rv.refers_to_date);
+    head.field("WARC-Block-Digest", &sha1_of(rv.http_head));
+    head.field("WARC-Payload-Digest", &rv.payload_digest);
+    head.field("Content-Type", CONTENT_TYPE_RESPONSE);
+    let len = rv.http_head.len() as u64;
+    let head = head.finish(len);
+    let mut block = rv.http_head;
+    let revisit = write_record(cur, &head, &mut block, len, rv.target_uri)?;
+    let request = Request {
+        uri: rv.target_uri,
+        ip: ip.as_deref(),
+        date,
+        concurrent_to: revisit_id,
+        bytes: rv.request,
+    };
+    write_request(cur, version, &request)?;
+    Ok(revisit)
+}
+
+/// The request half of an exchange, written after the record it belongs to.
+struct Request<'a> {
+    uri: &'a str,
+    ip: Option<&'a str>,
+    date: &'a str,
+    /// Record ID of the response or revisit.
+    concurrent_to: &'a str,
+    bytes: &'a [u8],
+}
+
+/// Writes the request record that goes with a response or revisit (WARC-Concurrent-To).
+fn write_request(
+    cur: &mut OpenWarc,
+    version: WarcVersion,
+    rq: &Request<'_>,
+) -> Result<(u64, u64), WarcError> {
+    let mut head = Head::new(version);
+    head.field("WARC-Type", "request");
+    head.field("WARC-Record-ID", &record_id());
+    head.field("WARC-Date", rq.date);
+    head.field("WARC-Target-URI", rq.uri);
+    if let Some(ip) = rq.ip {
+        head.field("WARC-IP-Address", ip);
+    }
+    head.field("WARC-Concurrent-To", rq.concurrent_to);
+    head.field("WARC-Warcinfo-ID", &cur.warcinfo_id);
+    head.field("WARC-Block-Digest", &sha1_of(rq.bytes));
     head.field("Content-Type", CONTENT_TYPE_REQUEST);
-    let head = head.finish(ex.request.len() as u64);
-    let mut block = ex.request;
-    write_record(cur, &head, &mut block, ex.request.len() as u64, uri)?;
-    Ok(response)
+    let len = rq.bytes.len() as u64;
+    let head = head.finish(len);
+    let mut block = rq.bytes;
+    write_record(cur, &head, &mut block, len, rq.uri)
 }
 
 /// A writer that counts what passes through, to learn a gzip member's compressed length.
@@ -737,7 +1288,7 @@ fn check_token(field: &'static str, value: &str) -> Result<(), WarcError> {
 }
 
 /// `algorithm:value`, printable ASCII.
-fn check_digest(value: &str) -> Result<(), WarcError> {
+fn check_digest(field: &'static str, value: &str) -> Result<(), WarcError> {
     let ok = value
         .split_once(':')
         .is_some_and(|(a, v)| !a.is_empty() && !v.is_empty())
@@ -746,14 +1297,72 @@ fn check_digest(value: &str) -> Result<(), WarcError> {
         Ok(())
     } else {
         Err(WarcError::BadHeaderValue {
-            field: "WARC-Payload-Digest",
+            field,
             value: value.to_string(),
         })
     }
 }
 
+/// Everything a revisit puts into headers, checked before a byte is written. The HTTP head
+/// must end in its blank line: anything else means the caller passed the wrong slice (a whole
+/// response would defeat the point of a revisit; a cut head would not parse on replay).
+fn check_revisit(rv: &Revisit<'_>) -> Result<(), WarcError> {
+    check_uri(rv.target_uri)?;
+    check_digest("WARC-Payload-Digest", &rv.payload_digest)?;
+    check_uri(rv.refers_to_uri).map_err(|_| WarcError::BadHeaderValue {
+        field: "WARC-Refers-To-Target-URI",
+        value: rv.refers_to_uri.to_string(),
+    })?;
+    if DateTime::parse_from_rfc3339(rv.refers_to_date).is_err() || !rv.refers_to_date.ends_with('Z')
+    {
+        return Err(WarcError::BadHeaderValue {
+            field: "WARC-Refers-To-Date",
+            value: rv.refers_to_date.to_string(),
+        });
+    }
+    if let Some(id) = rv.refers_to_record_id {
+        let ok = id.len() > 2
+            && id.starts_with('<')
+            && id.ends_with('>')
+            && id.chars().all(|c| c.is_ascii_graphic());
+        if !ok {
+            return Err(WarcError::BadHeaderValue {
+                field: "WARC-Refers-To",
+                value: id.to_string(),
+            });
+        }
+    }
+    if http_head(rv.http_head) != Some(rv.http_head) {
+        return Err(WarcError::BadHeaderValue {
+            field: "revisit HTTP head",
+            value: String::from_utf8_lossy(&rv.http_head[..rv.http_head.len().min(200)])
+                .into_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// The HTTP status line and headers at the start of `response`, up to and including the blank
+/// line that ends them (CRLF CRLF, or a bare LF LF from sloppy servers); `None` if `response`
+/// holds no complete head. A revisit stores exactly this.
+pub fn http_head(response: &[u8]) -> Option<&[u8]> {
+    let mut line_start = 0;
+    for (i, &b) in response.iter().enumerate() {
+        if b != b'\n' {
+            continue;
+        }
+        let blank = matches!(&response[line_start..i], b"" | b"\r");
+        if blank {
+            // A blank first line is no status line: not a head at all.
+            return (line_start > 0).then(|| &response[..=i]);
+        }
+        line_start = i + 1;
+    }
+    None
+}
+
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::io::{BufReader, Cursor};
     use std::process::Command;
@@ -1543,5 +2152,579 @@ mod tests {
         );
         assert_eq!(file_safe_host("we~ird/host name"), "we_ird_host_name");
         assert_eq!(file_safe_host("  "), "localhost");
+    }
+
+    // ----- revisits -----
+
+    const HEAD_200: &[u8] =
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 13\r\nX-Copy: yes\r\n\r\n";
+
+    /// The Python venv the tool checks need: `ARCHIVER_VENV`, else `<repo>/.venv`. Missing
+    /// tools fail the test (never skip it): what these tests check is the tools' verdict.
+    pub(crate) fn required_venv() -> PathBuf {
+        let dir = std::env::var_os("ARCHIVER_VENV")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv"));
+        for tool in ["warcio", "cdxj-indexer", "wayback"] {
+            assert!(
+                dir.join("bin").join(tool).exists(),
+                "{tool} not found in the venv {}: run tools/test.sh (it creates the venv with \
+                 the pinned warcio, cdxj-indexer and pywb), or set ARCHIVER_VENV",
+                dir.display()
+            );
+        }
+        dir
+    }
+
+    /// cdxj-indexer's lines for a WARC, sorted.
+    pub(crate) fn indexer_lines(venv: &Path, warc: &Path) -> Vec<String> {
+        let out = Command::new(venv.join("bin/cdxj-indexer"))
+            .arg(warc)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut lines: Vec<String> = String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(String::from)
+            .collect();
+        lines.sort();
+        lines
+    }
+
+    /// The lines of the CDXJ the writer put next to `warc`.
+    pub(crate) fn our_lines(index_dir: &Path, warc: &Path) -> Vec<String> {
+        let index = index_dir.join(file_name(warc).replace(".warc.gz", ".cdxj"));
+        fs::read_to_string(index)
+            .unwrap()
+            .lines()
+            .map(String::from)
+            .collect()
+    }
+
+    fn later() -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339("2026-12-01T08:00:00.5Z")
+            .unwrap()
+            .with_timezone(&Utc)
+    }
+
+    fn revisit<'a>(uri: &'a str, orig_uri: &'a str, orig: &'a Written) -> Revisit<'a> {
+        Revisit {
+            target_uri: uri,
+            date: later(),
+            ip: Some("127.0.0.1".parse().unwrap()),
+            request: REQUEST,
+            http_head: HEAD_200,
+            payload_digest: sha1_of(b"<p>hello</p>\n"),
+            refers_to_uri: orig_uri,
+            refers_to_date: &orig.warc_date,
+            refers_to_record_id: Some(&orig.record_id),
+        }
+    }
+
+    #[test]
+    fn revisit_records_point_at_the_original() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = WarcWriter::new(settings(dir.path(), 1 << 30, WarcVersion::V1_1)).unwrap();
+        let mut orig = simple_case();
+        write_case(&mut w, &mut orig);
+        let first = orig.written.unwrap();
+        let rv = w
+            .write_revisit(revisit("http://127.0.0.1:8080/copy", &orig.uri, &first))
+            .unwrap();
+        w.close().unwrap();
+        let data = fs::read(&w.closed_files()[0]).unwrap();
+        let all = members(&data);
+        assert_eq!(all.len(), 5);
+        let (off, len, text) = &all[3];
+        assert_eq!((rv.offset, rv.length), (*off, *len));
+        let h = header_lines(text);
+        assert_eq!(
+            names(&h),
+            [
+                "WARC-Type",
+                "WARC-Record-ID",
+                "WARC-Date",
+                "WARC-Target-URI",
+                "WARC-IP-Address",
+                "WARC-Warcinfo-ID",
+                "WARC-Profile",
+                "WARC-Refers-To",
+                "WARC-Refers-To-Target-URI",
+                "WARC-Refers-To-Date",
+                "WARC-Block-Digest",
+                "WARC-Payload-Digest",
+                "Content-Type",
+                "Content-Length"
+            ]
+        );
+        assert_eq!(value(&h, "WARC-Type"), Some("revisit"));
+        assert_eq!(value(&h, "WARC-Record-ID"), Some(rv.record_id.as_str()));
+        assert_eq!(value(&h, "WARC-Date"), Some("2026-12-01T08:00:00.500000Z"));
+        assert_eq!(rv.warc_date, "2026-12-01T08:00:00.500000Z");
+        assert_eq!(
+            value(&h, "WARC-Profile"),
+            Some("http://netpreserve.org/warc/1.1/revisit/identical-payload-digest")
+        );
+        assert_eq!(value(&h, "WARC-Refers-To"), Some(first.record_id.as_str()));
+        assert_eq!(
+            value(&h, "WARC-Refers-To-Target-URI"),
+            Some(orig.uri.as_str())
+        );
+        assert_eq!(
+            value(&h, "WARC-Refers-To-Date"),
+            Some("2026-11-30T23:38:13.123456Z")
+        );
+        assert_eq!(
+            value(&h, "WARC-Block-Digest"),
+            Some(sha1_of(HEAD_200).as_str())
+        );
+        assert_eq!(
+            value(&h, "WARC-Payload-Digest"),
+            orig.payload_digest.as_deref()
+        );
+        assert_eq!(value(&h, "Content-Type"), Some(CONTENT_TYPE_RESPONSE));
+        // The block is the HTTP head and nothing else.
+        let head_len = text.windows(4).position(|x| x == b"\r\n\r\n").unwrap() + 4;
+        assert_eq!(&text[head_len..], [HEAD_200, b"\r\n\r\n"].concat());
+        // Then its request, concurrent to the revisit.
+        let req = header_lines(&all[4].2);
+        assert_eq!(value(&req, "WARC-Type"), Some("request"));
+        assert_eq!(
+            value(&req, "WARC-Concurrent-To"),
+            Some(rv.record_id.as_str())
+        );
+        assert_eq!(value(&req, "WARC-Date"), Some(rv.warc_date.as_str()));
+        // Response and revisit both indexed.
+        assert_eq!(
+            our_lines(&dir.path().join("indexes"), &w.closed_files()[0]).len(),
+            2
+        );
+    }
+
+    #[test]
+    fn version_1_0_revisits_name_the_1_0_profile() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = WarcWriter::new(settings(dir.path(), 1 << 30, WarcVersion::V1_0)).unwrap();
+        let mut orig = simple_case();
+        write_case(&mut w, &mut orig);
+        let first = orig.written.unwrap();
+        let mut rv = revisit("http://127.0.0.1:8080/copy", &orig.uri, &first);
+        rv.refers_to_record_id = None;
+        w.write_revisit(rv).unwrap();
+        w.close().unwrap();
+        let all = members(&fs::read(&w.closed_files()[0]).unwrap());
+        let h = header_lines(&all[3].2);
+        assert_eq!(
+            value(&h, "WARC-Profile"),
+            Some("http://netpreserve.org/warc/1.0/revisit/identical-payload-digest")
+        );
+        assert_eq!(value(&h, "WARC-Refers-To"), None);
+        assert_eq!(
+            value(&h, "WARC-Refers-To-Date"),
+            Some("2026-11-30T23:38:13Z")
+        );
+        assert_eq!(value(&h, "WARC-Date"), Some("2026-12-01T08:00:00Z"));
+    }
+
+    #[test]
+    fn revisits_pass_warcio_check_and_index_like_cdxj_indexer() {
+        let venv = required_venv();
+        for version in [WarcVersion::V1_1, WarcVersion::V1_0] {
+            let dir = tempfile::tempdir().unwrap();
+            let mut w = WarcWriter::new(settings(dir.path(), 1 << 30, version)).unwrap();
+            let mut orig = simple_case();
+            write_case(&mut w, &mut orig);
+            let first = orig.written.unwrap();
+            w.write_revisit(revisit(
+                "http://127.0.0.1:8080/copy?b=2&a=1",
+                &orig.uri,
+                &first,
+            ))
+            .unwrap();
+            let mut rv = revisit("http://127.0.0.1:8080/again", &orig.uri, &first);
+            rv.http_head = b"HTTP/1.1 200 OK\nContent-Type: text/plain; charset=utf-8\n\n";
+            rv.ip = None;
+            rv.refers_to_record_id = None;
+            w.write_revisit(rv).unwrap();
+            w.close().unwrap();
+            let path = w.closed_files()[0].clone();
+            let (ok, out) = warcio(&venv, &["check", "-v", path.to_str().unwrap()]);
+            assert!(ok, "warcio check failed:\n{out}");
+            // warcio does not hash revisit blocks (the test above checks that digest).
+            let unchecked = "digest present but not checked (revisit)";
+            assert_eq!(out.matches(unchecked).count(), 2, "{out}");
+            assert_eq!(out.matches("digest pass").count(), 5, "{out}");
+            let ours = our_lines(&dir.path().join("indexes"), &path);
+            assert_eq!(ours, indexer_lines(&venv, &path));
+            assert_eq!(
+                ours.iter().filter(|l| l.contains("warc/revisit")).count(),
+                2
+            );
+        }
+    }
+
+    #[test]
+    fn bad_revisits_are_refused_before_anything_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = WarcWriter::new(settings(dir.path(), 1 << 30, WarcVersion::V1_1)).unwrap();
+        let orig = Written {
+            filename: "x.warc.gz".into(),
+            offset: 0,
+            length: 1,
+            record_id: "<urn:uuid:0b5a6f33-4d2c-4f6e-9a51-2f0c9a3c1e77>".into(),
+            warc_date: "2026-11-30T23:38:13Z".into(),
+        };
+        let good = revisit("http://h/copy", "http://h/", &orig);
+        let cases: Vec<(&str, Revisit<'_>)> = vec![
+            (
+                "WARC-Target-URI",
+                Revisit {
+                    target_uri: "http://h/a b",
+                    ..good.clone()
+                },
+            ),
+            (
+                "WARC-Refers-To-Target-URI",
+                Revisit {
+                    refers_to_uri: "",
+                    ..good.clone()
+                },
+            ),
+            (
+                "WARC-Refers-To-Date",
+                Revisit {
+                    refers_to_date: "20261130233813",
+                    ..good.clone()
+                },
+            ),
+            (
+                "WARC-Refers-To-Date",
+                Revisit {
+                    refers_to_date: "2026-11-30T23:38:13+01:00",
+                    ..good.clone()
+                },
+            ),
+            (
+                "WARC-Refers-To",
+                Revisit {
+                    refers_to_record_id: Some("urn:x\r\nX: y"),
+                    ..good.clone()
+                },
+            ),
+            (
+                "WARC-Payload-Digest",
+                Revisit {
+                    payload_digest: "nodigest".into(),
+                    ..good.clone()
+                },
+            ),
+            (
+                "revisit HTTP head",
+                Revisit {
+                    http_head: b"HTTP/1.1 200 OK\r\nA: b\r\n",
+                    ..good.clone()
+                },
+            ),
+            (
+                "revisit HTTP head",
+                Revisit {
+                    http_head: [HEAD_200, b"body"].concat().leak(),
+                    ..good.clone()
+                },
+            ),
+            (
+                "revisit HTTP head",
+                Revisit {
+                    http_head: b"",
+                    ..good.clone()
+                },
+            ),
+        ];
+        for (field, rv) in cases {
+            match w.write_revisit(rv) {
+                Err(WarcError::BadHeaderValue { field: f, .. }) => assert_eq!(f, field),
+                other => panic!("{field}: {other:?}"),
+            }
+        }
+        assert!(w.current_path().is_none());
+        w.write_revisit(good).unwrap();
+    }
+
+    #[test]
+    fn http_head_ends_at_the_blank_line() {
+        let resp = [HEAD_200, b"<p>hello</p>\r\n\r\nmore"].concat();
+        assert_eq!(http_head(&resp), Some(HEAD_200));
+        assert_eq!(
+            http_head(b"HTTP/1.0 200 OK\nA: b\n\nbody"),
+            Some(&b"HTTP/1.0 200 OK\nA: b\n\n"[..])
+        );
+        assert_eq!(http_head(b"HTTP/1.1 200 OK\r\nA: b\r\n"), None);
+        assert_eq!(http_head(b"\r\n\r\n"), None);
+        assert_eq!(http_head(b""), None);
+    }
+
+    // ----- crash recovery -----
+
+    /// What a killed process leaves: the writer vanishes without closing its `.open` file.
+    fn crash(w: WarcWriter) -> PathBuf {
+        let open = w.current_path().unwrap().to_path_buf();
+        std::mem::forget(w);
+        open
+    }
+
+    fn append(path: &Path, bytes: &[u8]) {
+        OpenOptions::new()
+            .append(true)
+            .open(path)
+            .unwrap()
+            .write_all(bytes)
+            .unwrap();
+    }
+
+    fn gzip(bytes: &[u8]) -> Vec<u8> {
+        let mut enc = GzEncoder::new(Vec::new(), Compression::default());
+        enc.write_all(bytes).unwrap();
+        enc.finish().unwrap()
+    }
+
+    /// Tails a crash can leave after the last whole record.
+    fn torn_tails() -> Vec<(&'static str, Vec<u8>)> {
+        let record = b"WARC/1.1\r\nWARC-Type: response\r\nWARC-Target-URI: http://h/torn\r\n\
+            WARC-Date: 2026-11-30T23:38:13Z\r\nContent-Length: 100\r\n\r\nHTTP/1.1 200 OK\r\n";
+        let member = gzip(&[&record[..], &noise(5000)[..]].concat());
+        let mut whole_but_short = record.to_vec();
+        whole_but_short.extend_from_slice(b"\r\n\r\n");
+        vec![
+            ("half a member", member[..member.len() / 2].to_vec()),
+            (
+                "a member without its last 4 bytes",
+                member[..member.len() - 4].to_vec(),
+            ),
+            ("garbage", b"this is not gzip at all".to_vec()),
+            ("a gzip magic and nothing more", b"\x1f\x8b".to_vec()),
+            ("a whole member with a short record", gzip(&whole_but_short)),
+            (
+                "a whole member that is no WARC record",
+                gzip(b"hello\r\n\r\n"),
+            ),
+        ]
+    }
+
+    #[test]
+    fn recovery_cuts_a_torn_last_record_and_closes_the_file() {
+        let venv = required_venv();
+        for (what, tail) in torn_tails() {
+            let dir = tempfile::tempdir().unwrap();
+            let s = settings(dir.path(), 1 << 40, WarcVersion::V1_1);
+            let mut w = WarcWriter::new(s.clone()).unwrap();
+            let mut cases = [simple_case(), big_case(), truncated_case()];
+            for c in cases.iter_mut() {
+                write_case(&mut w, c);
+            }
+            let first = cases[0].written.clone().unwrap();
+            w.write_revisit(revisit("http://127.0.0.1:8080/copy", &cases[0].uri, &first))
+                .unwrap();
+            let mut expected_lines = w.current.as_ref().unwrap().cdx_lines.clone();
+            cdx::sort_lines(&mut expected_lines);
+            let open = crash(w);
+            let good_size = fs::metadata(&open).unwrap().len();
+            append(&open, &tail);
+
+            let got = recover_open_files(&s).unwrap();
+            assert_eq!(got.len(), 1, "{what}");
+            let r = &got[0];
+            let done = open.with_extension("");
+            assert_eq!(r.path, done, "{what}");
+            assert!(!r.removed);
+            // warcinfo, 3 exchanges and a revisit with their requests.
+            assert_eq!(r.records_kept, 1 + 2 * 4, "{what}");
+            assert_eq!(r.bytes_cut, tail.len() as u64, "{what}");
+            assert!(!open.exists(), "{what}");
+            assert_eq!(fs::metadata(&done).unwrap().len(), good_size, "{what}");
+            let mut expected_records = Vec::new();
+            for uri in cases.iter().map(|c| c.uri.as_str()) {
+                expected_records.push((uri.to_string(), "response".to_string()));
+                expected_records.push((uri.to_string(), "request".to_string()));
+            }
+            for t in ["revisit", "request"] {
+                expected_records.push(("http://127.0.0.1:8080/copy".to_string(), t.to_string()));
+            }
+            assert_eq!(r.records, expected_records, "{what}");
+            let captured: Vec<&str> = r.captured_uris().collect();
+            assert_eq!(captured.len(), 4, "{what}");
+            assert!(captured.contains(&"http://127.0.0.1:8080/copy"));
+
+            // The same index the writer would have written, and cdxj-indexer's.
+            let ours = our_lines(&s.index_dir, &done);
+            assert_eq!(ours, expected_lines, "{what}");
+            assert_eq!(ours, indexer_lines(&venv, &done), "{what}");
+            let (ok, out) = warcio(&venv, &["check", "-v", done.to_str().unwrap()]);
+            assert!(ok, "{what}: warcio check failed:\n{out}");
+            let leftovers: Vec<_> = fs::read_dir(&s.index_dir)
+                .unwrap()
+                .map(|e| file_name(&e.unwrap().path()))
+                .filter(|n| !n.ends_with(".cdxj"))
+                .collect();
+            assert!(leftovers.is_empty(), "{leftovers:?}");
+            // Nothing left to do the second time.
+            assert!(recover_open_files(&s).unwrap().is_empty());
+        }
+    }
+
+    #[test]
+    fn every_cut_point_keeps_exactly_the_whole_records_before_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = WarcWriter::new(settings(dir.path(), 1 << 40, WarcVersion::V1_1)).unwrap();
+        for mut c in [simple_case(), simple_case()] {
+            write_case(&mut w, &mut c);
+        }
+        let data = fs::read(crash(w)).unwrap();
+        let ends: Vec<u64> = members(&data).iter().map(|(o, l, _)| o + l).collect();
+        assert_eq!(ends.len(), 5);
+        let mut cuts: Vec<u64> = ends.iter().flat_map(|&e| [e - 1, e, e + 1]).collect();
+        cuts.retain(|&c| c <= data.len() as u64);
+        cuts.extend([1, 10, 20]);
+        for cut in cuts {
+            let dir = tempfile::tempdir().unwrap();
+            let s = settings(dir.path(), 1 << 40, WarcVersion::V1_1);
+            fs::create_dir_all(&s.warc_dir).unwrap();
+            let open = s
+                .warc_dir
+                .join("ARCHIVER-20261130233813123-00000-1~h.warc.gz.open");
+            fs::write(&open, &data[..cut as usize]).unwrap();
+            let r = recover_open_files(&s).unwrap().remove(0);
+            let whole = ends.iter().filter(|&&e| e <= cut).count();
+            let kept_bytes = ends
+                .iter()
+                .copied()
+                .filter(|&e| e <= cut)
+                .max()
+                .unwrap_or(0);
+            assert_eq!(r.records_kept, whole, "cut at {cut}");
+            assert_eq!(r.bytes_cut, cut - kept_bytes, "cut at {cut}");
+            assert_eq!(r.removed, whole == 0, "cut at {cut}");
+            let index = s
+                .index_dir
+                .join("ARCHIVER-20261130233813123-00000-1~h.cdxj");
+            if whole == 0 {
+                assert!(!r.path.exists() && !open.exists() && !index.exists());
+            } else {
+                assert_eq!(fs::read(&r.path).unwrap(), &data[..kept_bytes as usize]);
+                // Responses sit at members 1 and 3.
+                let responses = ends
+                    .iter()
+                    .skip(1)
+                    .step_by(2)
+                    .filter(|&&e| e <= cut)
+                    .count();
+                let lines = fs::read_to_string(&index).unwrap().lines().count();
+                assert_eq!(lines, responses, "cut at {cut}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_file_cut_inside_its_first_record_is_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = settings(dir.path(), 1 << 40, WarcVersion::V1_1);
+        let mut w = WarcWriter::new(s.clone()).unwrap();
+        write_case(&mut w, &mut simple_case());
+        let open = crash(w);
+        let data = fs::read(&open).unwrap();
+        let first = members(&data)[0].1;
+        fs::write(&open, &data[..first as usize / 2]).unwrap();
+        let got = recover_open_files(&s).unwrap();
+        assert_eq!(
+            got,
+            vec![Recovered {
+                path: open.clone(),
+                removed: true,
+                records_kept: 0,
+                bytes_cut: first / 2,
+                records: Vec::new(),
+            }]
+        );
+        assert!(!open.exists() && !open.with_extension("").exists());
+        assert_eq!(fs::read_dir(&s.index_dir).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn an_empty_open_file_is_removed_and_others_are_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = settings(dir.path(), 1 << 40, WarcVersion::V1_1);
+        fs::create_dir_all(&s.warc_dir).unwrap();
+        let empty = s
+            .warc_dir
+            .join("ARCHIVER-20261130233813123-00003-1~h.warc.gz.open");
+        fs::write(&empty, b"").unwrap();
+        // Not ours to touch: other suffixes, and a folder with the suffix.
+        let other = s.warc_dir.join("notes.open");
+        fs::write(&other, b"x").unwrap();
+        fs::create_dir(s.warc_dir.join("odd.warc.gz.open")).unwrap();
+        let got = recover_open_files(&s).unwrap();
+        assert_eq!(got.len(), 1);
+        assert!(got[0].removed);
+        assert_eq!((got[0].records_kept, got[0].bytes_cut), (0, 0));
+        assert!(!empty.exists());
+        assert!(other.exists());
+        // Then a writer starts normally in the same folder.
+        let mut w = WarcWriter::new(s).unwrap();
+        write_case(&mut w, &mut simple_case());
+        w.close().unwrap();
+    }
+
+    #[test]
+    fn recovery_without_a_folder_or_files_does_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = settings(dir.path(), 1 << 40, WarcVersion::V1_1);
+        assert!(recover_open_files(&s).unwrap().is_empty());
+        assert!(!s.index_dir.exists());
+    }
+
+    #[test]
+    fn recovery_never_overwrites_a_closed_file_and_changes_nothing_on_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = settings(dir.path(), 1 << 40, WarcVersion::V1_1);
+        let mut w = WarcWriter::new(s.clone()).unwrap();
+        write_case(&mut w, &mut simple_case());
+        let first = crash(w);
+        append(&first, b"torn");
+        let mut w = WarcWriter::new(s.clone()).unwrap();
+        write_case(&mut w, &mut simple_case());
+        let second = crash(w);
+        assert!(first < second);
+        let done = second.with_extension("");
+        fs::write(&done, b"someone else's").unwrap();
+        let before = [fs::read(&first).unwrap(), fs::read(&second).unwrap()];
+        let err = recover_open_files(&s).unwrap_err();
+        assert!(matches!(err, WarcError::RecoverClash { .. }), "{err}");
+        assert!(err.to_string().contains(&file_name(&done)), "{err}");
+        // Not even the first file, which could have been closed, was touched.
+        assert_eq!(
+            [fs::read(&first).unwrap(), fs::read(&second).unwrap()],
+            before
+        );
+        assert_eq!(fs::read(&done).unwrap(), b"someone else's");
+        assert_eq!(fs::read_dir(&s.index_dir).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_recovered_crawl_writes_on_after_its_last_serial() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = settings(dir.path(), 1 << 40, WarcVersion::V1_1);
+        let mut w = WarcWriter::new(s.clone()).unwrap();
+        write_case(&mut w, &mut simple_case());
+        let open = crash(w);
+        assert!(file_name(&open).contains("-00000-"));
+        recover_open_files(&s).unwrap();
+        let mut w = WarcWriter::new(s).unwrap();
+        write_case(&mut w, &mut simple_case());
+        w.close().unwrap();
+        assert!(file_name(&w.closed_files()[0]).contains("-00001-"));
     }
 }
