@@ -21,14 +21,14 @@ use crate::crawllog::{status, CrawlLog, Entry};
 use crate::dns::Resolver;
 use crate::extract::{self, Directives, Hop, Outlink};
 use crate::fetch::{FetchError, FetchSettings, Fetched, Fetcher};
-use crate::frontier::{Candidate, Frontier, FrontierError, MemoryFrontier};
+use crate::frontier::{Candidate, Frontier, MemoryFrontier};
 use crate::politeness::{self, Answer, Next, Refusals, Scheduler};
 use crate::profile::{BudgetKind, Profile};
 use crate::report::{Progress, Stats};
 use crate::robots::{self, Policy, Verdict};
 use crate::runlog::{RefusalLog, RunLog, SiteBook};
 use crate::scope::{origin_of, Scope};
-use crate::warc::{Exchange, WarcSettings, WarcWriter};
+use crate::warc::{Exchange, Revisit, WarcSettings, WarcWriter};
 
 /// Added to every pause, so that a server timing our requests with its own clock (which saw
 /// its answer end a little after we did) never measures less than the promised delay.
@@ -149,6 +149,8 @@ pub struct Crawler {
     /// Wakes the dispatcher: new work, a finished job, a resolved name, a stop.
     wake: Notify,
     warc: Mutex<WarcWriter>,
+    /// Payload digests already archived, for revisit records.
+    digests: Mutex<crate::dedup::DigestIndex>,
     log: Mutex<CrawlLog>,
     refusals_log: Mutex<RefusalLog>,
     runlog: RunLog,
@@ -190,6 +192,7 @@ impl Crawler {
         let log = CrawlLog::open(&log_path)
             .with_context(|| format!("cannot open {}", log_path.display()))?;
         let refusals_log = RefusalLog::open(&out.join("refusals.log"))?;
+        let digests = load_digests(&profile)?;
         let runlog = RunLog::open(&out.join("run.log"))?;
         let book = SiteBook::load(&out.join("state").join("sites.json"))?;
         let fetcher = Fetcher::new(FetchSettings {
@@ -223,6 +226,7 @@ impl Crawler {
             }),
             wake: Notify::new(),
             warc: Mutex::new(warc),
+            digests: Mutex::new(digests),
             log: Mutex::new(log),
             refusals_log: Mutex::new(refusals_log),
             runlog,
@@ -291,6 +295,23 @@ fn watch_ctrl_c(crawler: Arc<Crawler>) {
             std::process::exit(130);
         }
     });
+}
+
+/// The payload digests already archived: earlier crawls' CDXJ named by the profile, and this
+/// crawl's own indexes (so a resumed crawl keeps writing revisits for what it already has).
+fn load_digests(p: &Profile) -> anyhow::Result<crate::dedup::DigestIndex> {
+    let mut index = crate::dedup::DigestIndex::new();
+    let own = p.output_dir.join("indexes");
+    let mut paths = p.dedup_previous.clone();
+    if own.is_dir() {
+        paths.push(own);
+    }
+    if !paths.is_empty() {
+        index
+            .load_cdxj(&paths)
+            .context("cannot read the CDXJ named in [dedup] previous")?;
+    }
+    Ok(index)
 }
 
 fn warc_settings(p: &Profile) -> WarcSettings {
@@ -636,10 +657,18 @@ impl Crawler {
     }
 
     /// Stops the crawl on a frontier failure (e.g. a full disk): the crawl can be resumed.
-    fn fail(&self, e: FrontierError) {
+    fn fail(&self, e: impl std::fmt::Display) {
         tracing::error!("{e}");
+        self.runlog.line(&format!("stopping: {e}"));
         lock(&self.fatal).get_or_insert_with(|| e.to_string());
         self.stop();
+    }
+
+    /// Makes the frontier's changes so far durable.
+    fn commit(&self) {
+        if let Err(e) = lock(&self.state).frontier.commit() {
+            self.fail(e);
+        }
     }
 
     /// Marks an in-flight URL finished.
@@ -901,14 +930,19 @@ impl Crawler {
             self.retry_later(origin, candidate);
             return pace;
         }
+        // Outlinks are made durable before the record is written: after a crash between the
+        // two, the page is fetched again (it was never archived) and its links are not lost;
+        // after a crash once the record is written, recovery finds the record and the page
+        // counts as done, its links already queued.
+        if directives.follow_links() {
+            self.queue_links(&candidate, links);
+        }
+        self.commit();
         if let Some(reason) = directives.discard_reason() {
             self.log_fetched(&candidate, &f, thread, vec![reason.to_string()]);
             lock(&self.stats).discarded += 1;
         } else {
             self.archive(&candidate, &mut f, thread, Vec::new());
-        }
-        if directives.follow_links() {
-            self.queue_links(&candidate, links);
         }
         self.finished(&candidate.url);
         pace
@@ -1063,38 +1097,96 @@ impl Crawler {
         }
     }
 
-    /// Writes the exchange to the WARC (and so the CDXJ) and logs it.
+    /// Writes the exchange to the WARC (and so the CDXJ) and logs it: a full response, or a
+    /// revisit record when an identical payload was archived before (in this crawl or in an
+    /// earlier one the profile names). A record that cannot be written (a full disk, say) stops
+    /// the crawl cleanly: it can be resumed once there is room.
     fn archive(&self, c: &Candidate, f: &mut Fetched, thread: usize, mut notes: Vec<String>) {
         if let Some(t) = f.truncated {
             notes.push(format!("truncated:{t}"));
         }
         let uri = f.url.to_string();
-        let written = tokio::task::block_in_place(|| {
-            lock(&self.warc).write_exchange(Exchange {
-                target_uri: &uri,
-                date: f.started,
-                ip: Some(f.ip),
-                request: &f.request,
-                response: &mut f.response,
-                payload_digest: Some(f.payload_digest.clone()),
-                truncated: f.truncated,
-            })
-        });
-        match written {
-            Ok(_) => {
+        let result = tokio::task::block_in_place(|| self.write_record(&uri, f));
+        match result {
+            Ok(Record::Full) => {
                 let mut s = lock(&self.stats);
                 s.archived += 1;
                 s.bytes += f.response.len();
             }
+            Ok(Record::Revisit) => {
+                notes.push("duplicate:digest".to_string());
+                let mut s = lock(&self.stats);
+                s.archived += 1;
+                s.duplicates += 1;
+            }
             Err(e) => {
-                // One record that cannot be written does not end the crawl; it is said loudly
-                // on the terminal and in crawl.log.
-                tracing::error!("cannot write WARC record for {uri}: {e}");
                 notes.push("warc-write-failed".to_string());
+                self.fail(format!("cannot write the WARC record of {uri}: {e}"));
             }
         }
         self.log_fetched(c, f, thread, notes);
     }
+
+    /// The WARC side of `archive`.
+    fn write_record(&self, uri: &str, f: &mut Fetched) -> Result<Record, crate::warc::WarcError> {
+        let dedupable = f.status == 200 && f.truncated.is_none();
+        let original = dedupable
+            .then(|| lock(&self.digests).find(200, &f.payload_digest).map(owned))
+            .flatten();
+        if let Some((refers_uri, refers_date, refers_id)) = original {
+            let head =
+                f.response
+                    .head(64 * 1024)
+                    .map_err(|source| crate::warc::WarcError::Spool {
+                        uri: uri.to_string(),
+                        source,
+                    })?;
+            if let Some(http_head) = crate::warc::http_head(&head) {
+                lock(&self.warc).write_revisit(Revisit {
+                    target_uri: uri,
+                    date: f.started,
+                    ip: Some(f.ip),
+                    request: &f.request,
+                    http_head,
+                    payload_digest: f.payload_digest.clone(),
+                    refers_to_uri: &refers_uri,
+                    refers_to_date: &refers_date,
+                    refers_to_record_id: refers_id.as_deref(),
+                })?;
+                return Ok(Record::Revisit);
+            }
+        }
+        let written = lock(&self.warc).write_exchange(Exchange {
+            target_uri: uri,
+            date: f.started,
+            ip: Some(f.ip),
+            request: &f.request,
+            response: &mut f.response,
+            payload_digest: Some(f.payload_digest.clone()),
+            truncated: f.truncated,
+        })?;
+        if dedupable {
+            lock(&self.digests).add(
+                200,
+                &f.payload_digest,
+                uri,
+                &written.warc_date,
+                Some(&written.record_id),
+            );
+        }
+        Ok(Record::Full)
+    }
+}
+
+/// What `archive` wrote.
+enum Record {
+    Full,
+    Revisit,
+}
+
+/// An original capture, owned (the index's entry borrows from the index).
+fn owned(o: crate::dedup::Original<'_>) -> (String, String, Option<String>) {
+    (o.url.to_string(), o.warc_date.to_string(), o.record_id)
 }
 
 /// 429 and 5xx slow the budget down; everything else is a normal answer.

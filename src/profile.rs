@@ -45,6 +45,14 @@ struct RawProfile {
     output: RawOutput,
     #[serde(default)]
     resolve: std::collections::BTreeMap<String, String>,
+    #[serde(default)]
+    dedup: RawDedup,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct RawDedup {
+    previous: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -199,6 +207,8 @@ pub struct Profile {
     /// The product token matched against robots.txt groups for Crawl-delay (the configured
     /// token, even in an unrestricted run whose user agent says `-unrestricted`).
     pub robots_token: String,
+    /// Earlier crawls' CDXJ files or folders: payloads archived there become revisits here.
+    pub dedup_previous: Vec<PathBuf>,
     /// Host names mapped to addresses by the profile, like curl's `--resolve`.
     pub resolve: std::collections::HashMap<String, std::net::IpAddr>,
     pub max_body_bytes: u64,
@@ -332,7 +342,17 @@ impl Profile {
                 WarcVersion::V1_0 => "1.0",
                 WarcVersion::V1_1 => "1.1",
             },
-        ) + &self.describe_resolve()
+        ) + &self.describe_dedup()
+            + &self.describe_resolve()
+    }
+
+    fn describe_dedup(&self) -> String {
+        let paths: Vec<String> = self
+            .dedup_previous
+            .iter()
+            .map(|p| format!("{:?}", p.display().to_string()))
+            .collect();
+        format!("\n[dedup]\nprevious = [{}]\n", paths.join(", "))
     }
 
     fn describe_resolve(&self) -> String {
@@ -509,6 +529,7 @@ impl Checker<'_> {
         };
         let warc_max_bytes = self.positive("output.warc_max_bytes", out.warc_max_bytes)?;
         let base = self.path.parent().unwrap_or(Path::new("."));
+        let dedup_previous = self.dedup_paths(base, &raw.dedup.previous)?;
         Ok(Profile {
             path: self.path.to_path_buf(),
             source: self.source.to_string(),
@@ -527,6 +548,7 @@ impl Checker<'_> {
                 reason
             },
             robots_token,
+            dedup_previous,
             resolve,
             max_body_bytes,
             timeout,
@@ -585,6 +607,23 @@ impl Checker<'_> {
             ));
         }
         Ok((ua.to_string(), token))
+    }
+
+    /// `[dedup] previous`: paths relative to the profile's folder, which must exist.
+    fn dedup_paths(&self, base: &Path, raw: &[String]) -> Result<Vec<PathBuf>, ProfileError> {
+        raw.iter()
+            .map(|p| {
+                let path = base.join(p);
+                if path.exists() {
+                    Ok(path)
+                } else {
+                    Err(self.error(
+                        "dedup.previous",
+                        format!("{} does not exist", path.display()),
+                    ))
+                }
+            })
+            .collect()
     }
 
     fn resolve(

@@ -17,6 +17,8 @@ pub struct Stats {
     pub discarded: u64,
     /// Response bytes written to WARC files.
     pub bytes: u64,
+    /// Of `archived`, the revisit records (payload identical to one archived before).
+    pub duplicates: u64,
     /// URLs still queued when the crawl ended (only after an interruption).
     pub left_queued: u64,
     /// True when Ctrl-C stopped the crawl.
@@ -51,9 +53,10 @@ impl Stats {
             "finished".to_string()
         };
         let mut s = format!(
-            "crawl {name:?} {how}\n  fetched:    {}\n  archived:   {} exchanges, {} bytes\n  discarded:  {} (noindex/noarchive/none)\n  by status:",
+            "crawl {name:?} {how}\n  fetched:    {}\n  archived:   {} exchanges ({} of them revisits of identical payloads), {} bytes\n  discarded:  {} (noindex/noarchive/none)\n  by status:",
             self.fetched(),
             self.archived,
+            self.duplicates,
             self.bytes,
             self.discarded
         );
