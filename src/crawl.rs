@@ -171,9 +171,11 @@ pub async fn run(profile: Profile) -> anyhow::Result<Stats> {
     let crawler = Arc::new(Crawler::open(profile, tx)?);
     let resolver = spawn_resolver(crawler.clone(), rx);
     watch_ctrl_c(crawler.clone());
+    let reports = spawn_reports(crawler.clone());
     crawler.queue_seeds();
     crawler.clone().dispatch().await;
     resolver.abort();
+    reports.abort();
     crawler.finish()
 }
 
@@ -261,6 +263,7 @@ impl Crawler {
         }
         stats.suspended.sort();
         stats.interrupted = self.stopping.load(Ordering::SeqCst);
+        self.write_report(&stats, true);
         if let Err(e) = lock(&self.book).save() {
             self.runlog
                 .line(&format!("cannot save the site book: {e:#}"));
@@ -277,6 +280,32 @@ impl Crawler {
         }
         Ok(stats)
     }
+}
+
+/// Writes `report.json` every minute and whenever the process gets SIGUSR1 (on demand:
+/// `kill -USR1 PID`), so a long crawl can be inspected while it runs.
+fn spawn_reports(crawler: Arc<Crawler>) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut usr1 =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::user_defined1()).ok();
+        let mut tick = tokio::time::interval(Duration::from_secs(60));
+        tick.tick().await;
+        loop {
+            match usr1.as_mut() {
+                Some(sig) => {
+                    tokio::select! {
+                        _ = tick.tick() => {}
+                        _ = sig.recv() => {}
+                    }
+                }
+                None => {
+                    tick.tick().await;
+                }
+            }
+            let stats = lock(&crawler.stats).clone();
+            crawler.write_report(&stats, false);
+        }
+    })
 }
 
 /// First Ctrl-C: finish the exchanges in flight, close the WARC files, stop. Second: stop at
@@ -340,6 +369,34 @@ fn warc_settings(p: &Profile) -> WarcSettings {
         max_bytes: p.warc_max_bytes,
         version: p.warc_version,
         info,
+    }
+}
+
+impl Crawler {
+    /// Writes `report.json` (atomically: a temp file, then a rename).
+    fn write_report(&self, stats: &Stats, finished: bool) {
+        let remaining = {
+            let st = lock(&self.state);
+            let mut per_host = std::collections::BTreeMap::new();
+            for origin in st.frontier.sites_with_work().unwrap_or_default() {
+                let n = st.frontier.queued(&origin) as u64;
+                *per_host
+                    .entry(crate::report::host_key(&origin))
+                    .or_insert(0) += n;
+            }
+            per_host
+        };
+        let json = stats.report_json(&self.profile.name, finished, &remaining);
+        let path = self.profile.output_dir.join("report.json");
+        let tmp = path.with_extension("json.tmp");
+        let written = serde_json::to_vec_pretty(&json)
+            .map_err(std::io::Error::other)
+            .and_then(|bytes| std::fs::write(&tmp, bytes))
+            .and_then(|_| std::fs::rename(&tmp, &path));
+        if let Err(e) = written {
+            self.runlog
+                .line(&format!("cannot write {}: {e}", path.display()));
+        }
     }
 }
 
@@ -1264,7 +1321,13 @@ impl Crawler {
     }
 
     fn write_log(&self, entry: Entry<'_>) {
-        lock(&self.stats).count(entry.status);
+        lock(&self.stats).record(&crate::report::Outcome {
+            uri: entry.uri,
+            status: entry.status,
+            size: entry.size,
+            mime: entry.mime,
+            annotations: &entry.annotations,
+        });
         if let Err(e) = lock(&self.log).write(&entry) {
             tracing::error!("cannot write crawl.log: {e}");
         }

@@ -26,11 +26,129 @@ pub struct Stats {
     /// Sites left alone because they kept refusing us, with the end of their time away
     /// (seconds since the Unix epoch). A later run of the same profile resumes them.
     pub suspended: Vec<(String, u64)>,
+    /// Per host (`host` or `host:port`).
+    pub hosts: BTreeMap<String, HostStats>,
+    /// Per MIME type of fetched responses.
+    pub mime_types: BTreeMap<String, MimeStats>,
+}
+
+/// What happened on one host.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct HostStats {
+    /// crawl.log lines (URL outcomes, tries included).
+    pub urls: u64,
+    /// Body bytes fetched.
+    pub bytes: u64,
+    pub robots_precluded: u64,
+    /// Archived as full responses.
+    pub novel: u64,
+    /// Archived as revisits (payload seen before).
+    pub duplicate: u64,
+    /// Discarded by meta robots / X-Robots-Tag.
+    pub discarded: u64,
+    /// Still queued (filled in when a report is written).
+    pub remaining: u64,
+}
+
+/// Responses of one MIME type.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct MimeStats {
+    pub urls: u64,
+    pub bytes: u64,
+}
+
+/// What a crawl.log line says, for the counters.
+pub struct Outcome<'a> {
+    pub uri: &'a str,
+    pub status: i32,
+    pub size: Option<u64>,
+    pub mime: Option<&'a str>,
+    pub annotations: &'a [String],
+}
+
+/// The host part of a URL as reports name it (`host` or `host:port`).
+pub fn host_key(uri: &str) -> String {
+    url::Url::parse(uri)
+        .ok()
+        .and_then(|u| {
+            let host = u.host_str()?.to_string();
+            Some(match u.port() {
+                Some(p) => format!("{host}:{p}"),
+                None => host,
+            })
+        })
+        .unwrap_or_else(|| "-".to_string())
 }
 
 impl Stats {
-    pub fn count(&mut self, status: i32) {
-        *self.by_status.entry(status).or_default() += 1;
+    /// Counts one crawl.log line.
+    pub fn record(&mut self, o: &Outcome<'_>) {
+        *self.by_status.entry(o.status).or_default() += 1;
+        let has = |a: &str| o.annotations.iter().any(|x| x == a);
+        let retry = o.annotations.iter().any(|a| a.starts_with("retry:"));
+        let discarded = has("noindex") || has("noarchive") || has("none");
+        let host = self.hosts.entry(host_key(o.uri)).or_default();
+        host.urls += 1;
+        host.bytes += o.size.unwrap_or(0);
+        if o.status == crate::crawllog::status::ROBOTS_PRECLUDED {
+            host.robots_precluded += 1;
+        }
+        if discarded {
+            host.discarded += 1;
+        } else if has("duplicate:digest") {
+            host.duplicate += 1;
+        } else if o.status > 0 && !retry && !has("refused") && !has("warc-write-failed") {
+            host.novel += 1;
+        }
+        if o.status > 0 {
+            let mime = self
+                .mime_types
+                .entry(o.mime.unwrap_or("-").to_string())
+                .or_default();
+            mime.urls += 1;
+            mime.bytes += o.size.unwrap_or(0);
+        }
+    }
+
+    /// The machine-readable report (`report.json`). `remaining` maps hosts to queued URLs.
+    pub fn report_json(
+        &self,
+        name: &str,
+        finished: bool,
+        remaining: &BTreeMap<String, u64>,
+    ) -> serde_json::Value {
+        let mut hosts = self.hosts.clone();
+        for (host, n) in remaining {
+            hosts.entry(host.clone()).or_default().remaining = *n;
+        }
+        let statuses: BTreeMap<String, u64> = self
+            .by_status
+            .iter()
+            .map(|(s, n)| (s.to_string(), *n))
+            .collect();
+        let suspended: Vec<serde_json::Value> = self
+            .suspended
+            .iter()
+            .map(|(o, u)| serde_json::json!({"site": o, "until": crate::runlog::format_epoch(*u)}))
+            .collect();
+        serde_json::json!({
+            "crawl": name,
+            "generated": chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+            "finished": finished,
+            "totals": {
+                "fetched": self.fetched(),
+                "archived": self.archived,
+                "novel": self.archived - self.duplicates,
+                "duplicate": self.duplicates,
+                "discarded": self.discarded,
+                "bytes_archived": self.bytes,
+                "queued": remaining.values().sum::<u64>(),
+            },
+            "hosts": hosts,
+            "mime_types": self.mime_types,
+            "statuses": statuses,
+            "suspended": suspended,
+        })
     }
 
     /// crawl.log lines with an HTTP status.
