@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# The test command: sets up the Python tools the end-to-end tests check the output with, then
+# runs rustfmt, clippy and every test.
+#
+#   tools/test.sh            (from any folder)
+#
+# The tools (warcio, cdxj-indexer, pywb, surt; pinned) live in a venv at <repo>/.venv, or at
+# $ARCHIVER_VENV when that is set. pip runs only when a pinned version is missing.
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$REPO"
+VENV=${ARCHIVER_VENV:-$REPO/.venv}
+PYTHON=${PYTHON:-python3}
+PINS=(warcio==1.8.1 cdxj-indexer==1.5.0 pywb==2.10.0 surt==0.3.1)
+
+step() { printf '\n==> %s\n' "$*"; }
+die() { printf 'test.sh: %s\n' "$*" >&2; exit 1; }
+
+# True when the venv's Python runs and has every pinned version.
+pins_installed() {
+  "$VENV/bin/python" - "${PINS[@]}" <<'PY' 2>/dev/null
+import sys
+from importlib.metadata import version, PackageNotFoundError
+for pin in sys.argv[1:]:
+    name, want = pin.split("==")
+    try:
+        if version(name) != want:
+            sys.exit(1)
+    except PackageNotFoundError:
+        sys.exit(1)
+PY
+}
+
+step "Python tools in $VENV (${PINS[*]})"
+if ! "$VENV/bin/python" -c 'import sys' 2>/dev/null; then
+  command -v "$PYTHON" >/dev/null || die "$PYTHON not found: install Python 3.11 (with venv and pip)"
+  rm -rf "$VENV"
+  "$PYTHON" -m venv "$VENV" || die "could not create the venv $VENV with $PYTHON -m venv"
+fi
+if pins_installed; then
+  echo "already installed"
+else
+  "$VENV/bin/python" -m pip install --disable-pip-version-check --quiet "${PINS[@]}" \
+    || die "pip could not install ${PINS[*]} into $VENV"
+  pins_installed || die "the venv $VENV still lacks one of ${PINS[*]}"
+fi
+for tool in warcio cdxj-indexer wayback; do
+  [ -x "$VENV/bin/$tool" ] || die "$tool missing from $VENV/bin"
+done
+export ARCHIVER_VENV=$VENV
+
+step "cargo fmt --all -- --check"
+cargo fmt --all -- --check || die "formatting differs: run 'cargo fmt --all'"
+
+step "cargo clippy --all-targets -- -D warnings"
+cargo clippy --all-targets -- -D warnings || die "clippy found problems"
+
+step "cargo test"
+cargo test || die "tests failed"
+
+step "all checks passed"
