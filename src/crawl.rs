@@ -21,7 +21,7 @@ use crate::crawllog::{status, CrawlLog, Entry};
 use crate::dns::Resolver;
 use crate::extract::{self, Directives, Hop, Outlink};
 use crate::fetch::{FetchError, FetchSettings, Fetched, Fetcher};
-use crate::frontier::{Candidate, Frontier, MemoryFrontier};
+use crate::frontier::{Candidate, Frontier, FrontierError, MemoryFrontier};
 use crate::politeness::{self, Answer, Next, Refusals, Scheduler};
 use crate::profile::{BudgetKind, Profile};
 use crate::report::{Progress, Stats};
@@ -149,6 +149,8 @@ pub struct Crawler {
     /// Wakes the dispatcher: new work, a finished job, a resolved name, a stop.
     wake: Notify,
     warc: Mutex<WarcWriter>,
+    /// URLs found archived in WARCs recovered at start (used once, by `resume`).
+    recovered_uris: Mutex<std::collections::HashSet<String>>,
     /// Payload digests already archived, for revisit records.
     digests: Mutex<crate::dedup::DigestIndex>,
     log: Mutex<CrawlLog>,
@@ -172,6 +174,10 @@ pub async fn run(profile: Profile) -> anyhow::Result<Stats> {
     let resolver = spawn_resolver(crawler.clone(), rx);
     watch_ctrl_c(crawler.clone());
     let reports = spawn_reports(crawler.clone());
+    let archived = std::mem::take(&mut *lock(&crawler.recovered_uris));
+    if let Err(e) = crawler.resume(&archived) {
+        crawler.fail(e);
+    }
     crawler.queue_seeds();
     crawler.clone().dispatch().await;
     resolver.abort();
@@ -188,7 +194,10 @@ impl Crawler {
         let out = profile.output_dir.clone();
         std::fs::create_dir_all(&out)
             .with_context(|| format!("cannot create the output folder {}", out.display()))?;
-        let warc = WarcWriter::new(warc_settings(&profile))
+        let settings = warc_settings(&profile);
+        let recovered = crate::warc::recover_open_files(&settings)
+            .with_context(|| format!("cannot close the unfinished WARCs in {}", out.display()))?;
+        let warc = WarcWriter::new(settings)
             .with_context(|| format!("cannot write WARCs under {}", out.display()))?;
         let log_path = out.join("crawl.log");
         let log = CrawlLog::open(&log_path)
@@ -214,7 +223,23 @@ impl Crawler {
                 profile.unrestricted_reason
             ));
         }
+        let mut archived = std::collections::HashSet::new();
+        for r in &recovered {
+            runlog.line(&format!(
+                "recovered {}: {} whole records kept, {} bytes of a torn record cut{}",
+                r.path.display(),
+                r.records_kept,
+                r.bytes_cut,
+                if r.removed {
+                    " (nothing left: removed)"
+                } else {
+                    ""
+                }
+            ));
+            archived.extend(r.captured_uris().map(str::to_string));
+        }
         Ok(Crawler {
+            recovered_uris: Mutex::new(archived),
             scope: Scope::new(profile.scope.clone(), &profile.seeds),
             resolver: Resolver::new(profile.resolve.clone(), profile.politeness.dns_cache),
             fetcher,
@@ -441,26 +466,67 @@ impl Crawler {
             self.log_unfetched(&candidate, status::BLOCKED_BY_QUOTA, "max-pages-per-site");
             return;
         }
-        if !st.sites.contains_key(&origin) {
-            let host = candidate.url.host_str().unwrap_or("").to_ascii_lowercase();
-            let refusals = lock(&self.book).refusals(&origin);
-            st.sites.insert(
-                origin.clone(),
-                Site {
-                    host,
-                    dns: Dns::Pending,
-                    dns_failures: 0,
-                    budget: None,
-                    robots: RobotsState::Unknown,
-                    refusals,
-                },
-            );
-            self.start_resolve(st, &origin, Duration::ZERO);
-        }
+        self.ensure_site(st, &origin);
         if let Err(e) = st.frontier.push(&origin, candidate) {
             return self.fail(e);
         }
         self.mark_work(st, &origin);
+    }
+
+    /// Creates the record of a site met for the first time and starts resolving its name.
+    fn ensure_site(&self, st: &mut State, origin: &str) {
+        if st.sites.contains_key(origin) {
+            return;
+        }
+        let host = Url::parse(origin)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_ascii_lowercase))
+            .unwrap_or_default();
+        let refusals = lock(&self.book).refusals(origin);
+        st.sites.insert(
+            origin.to_string(),
+            Site {
+                host,
+                dns: Dns::Pending,
+                dns_failures: 0,
+                budget: None,
+                robots: RobotsState::Unknown,
+                refusals,
+            },
+        );
+        self.start_resolve(st, origin, Duration::ZERO);
+    }
+
+    /// Picks up what an earlier run left: URLs that were in flight go back to their queue,
+    /// unless a recovered WARC shows they were archived; every site with work is scheduled.
+    fn resume(&self, archived: &std::collections::HashSet<String>) -> Result<(), FrontierError> {
+        let mut st = lock(&self.state);
+        let flying = st.frontier.in_flight()?;
+        let mut done = 0;
+        let in_flight = flying.len();
+        for (site, candidate) in flying {
+            if archived.contains(candidate.url.as_str()) {
+                st.frontier.done(&candidate.url)?;
+                done += 1;
+            } else {
+                st.frontier.push_retry(&site, candidate)?;
+            }
+        }
+        st.frontier.commit()?;
+        let sites = st.frontier.sites_with_work()?;
+        for origin in &sites {
+            self.ensure_site(&mut st, origin);
+            self.mark_work(&mut st, origin);
+        }
+        if !sites.is_empty() || in_flight > 0 {
+            self.runlog.line(&format!(
+                "resuming: {} URLs queued on {} sites; of {in_flight} in flight when the last run \
+                 stopped, {done} were already archived",
+                st.frontier.total_queued(),
+                sites.len()
+            ));
+        }
+        Ok(())
     }
 
     /// Tells the scheduler that a site has work, if it can be scheduled now.

@@ -1,0 +1,1462 @@
+//! Crawler traps: URLs and pages that would keep a crawl busy forever without adding anything
+//! worth archiving.
+//!
+//! Three independent layers, all pure logic (no I/O, no clock except where named):
+//!
+//! 1. [`url_trap`] judges a discovered URL by its text alone, before it is queued. Its rules
+//!    and thresholds are listed on [`UrlTrapRules`].
+//! 2. [`strip_session_ids`] removes session ids from a URL so the seen-set treats
+//!    `…;jsessionid=A` and `…;jsessionid=B` as one URL (a server that hands every visit a new
+//!    session id would otherwise make every page "new" forever).
+//! 3. [`ContentTraps`] watches fetched pages: many near-identical pages reached under
+//!    ever-new URLs (an endless calendar, a soft-404 page behind every path, a page that echoes
+//!    its query) are a trap, and the links of further such pages are not followed.
+//!
+//! The layers back each other up: the URL rules are cheap and catch the common shapes early,
+//! the content rule catches what no URL rule can describe (e.g. calendar pages inside the
+//! plausible date window, which the URL rule must let through so blog archives survive).
+
+use std::collections::HashMap;
+
+use chrono::Datelike;
+use lol_html::html_content::{TextChunk, TextType};
+use lol_html::{DocumentContentHandlers, HtmlRewriter, Settings};
+use url::Url;
+
+/// Why a URL or a page was judged a trap.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Trap {
+    /// The rule's name, written to crawl.log annotations (e.g. `trap:repeated-segment`).
+    pub rule: &'static str,
+    /// What exactly matched, for people reading logs (e.g. `segment "a/b" 3 times in a row`).
+    pub detail: String,
+}
+
+impl Trap {
+    fn new(rule: &'static str, detail: impl Into<String>) -> Trap {
+        Trap {
+            rule,
+            detail: detail.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for Trap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.rule, self.detail)
+    }
+}
+
+/// Rule names (crawl.log annotations), one per rule.
+pub const LONG_URL: &str = "trap:long-url";
+pub const DEEP_PATH: &str = "trap:deep-path";
+pub const MANY_PARAMS: &str = "trap:many-params";
+pub const REPEATED_PARAM: &str = "trap:repeated-param";
+pub const REPEATED_SEGMENT: &str = "trap:repeated-segment";
+pub const CALENDAR: &str = "trap:calendar";
+pub const REPEATED_CONTENT: &str = "trap:repeated-content";
+
+// ---------------------------------------------------------------------------------------------
+// URL rules
+// ---------------------------------------------------------------------------------------------
+
+/// The URL trap rules and their thresholds. [`url_trap`] uses [`UrlTrapRules::for_year`] with
+/// the current year; the crawl may build its own (e.g. from a profile) and call [`check`].
+///
+/// Rules, in the order they are checked (the first that matches names the trap):
+///
+/// | rule | matches when |
+/// | --- | --- |
+/// | `trap:long-url` | the URL is longer than `max_url_chars` (2,000) characters |
+/// | `trap:deep-path` | the path has more than `max_path_segments` (40) segments |
+/// | `trap:many-params` | the query has more than `max_query_params` (30) parameters |
+/// | `trap:repeated-param` | one `name=value` pair occurs `repeats` (3) or more times in the query |
+/// | `trap:repeated-segment` | a run of 1, 2 or 3 segments occurs `repeats` (3) times back to back (`/a/a/a/`, `/a/b/a/b/a/b/`), or one segment that is not all digits occurs `repeats` (3) times anywhere in the path (`/x/p/y/p/z/p`) |
+/// | `trap:calendar` | a date in the path or query has a year after `max_year` (current year + 2), or a month-or-day date has a year before `min_calendar_year` (1990), or a bare year (`?year=`) is before `min_bare_year` (1000) |
+///
+/// Segments are the path's `/`-separated parts without the empty one a trailing `/` leaves;
+/// they are compared as written (percent-encoding and case kept), and the empty segments of
+/// `//` count like any other (`/a//b//c//` is a trap: a path-appending bug).
+///
+/// Dates recognised by `trap:calendar` (months 1–12, days 1–31):
+/// - path: a 4-digit segment followed by a month segment, `/2026/11/` or `/2026/11/30/` (a
+///   one-digit month, `/2026/1/`, only when the path mentions a calendar word such as
+///   `calendar`, `event`, `archive`, `date`, `day`, `month`, `year`); an ISO date inside a
+///   segment, `/events/2031-01-01` or `/log-2031-01-01.html`;
+/// - query: `year=`/`yr=` (a bare year, or a month-level date when `month=`/`mon=`/`mm=`/`mo=`
+///   is present too); keys that name a date (containing `date`, or `day`, `d`, `dt`, `from`,
+///   `to`, `start`, `end`, `since`, `until`, `when`, `on`) with a value `2031-01-01`,
+///   `2031-01`, `2031/01/01`, `2031/01`, `20310101` or `203101`; any other value that is an ISO
+///   date `YYYY-MM-DD`.
+///
+/// Why this window: an endless calendar is a page with "next month"/"previous month" links
+/// that a server renders for any date, so a crawl walks it into the far future or the distant
+/// past. Nothing dated years ahead is worth archiving, and a month-by-month walk back reaches
+/// 1990 only after hundreds of pages; ordinary blog and news archives (`/2024/05/`) sit inside
+/// the window and pass. Bare years get the wider bound because catalogues list by year
+/// (`?year=1950`); a year-by-year calendar walk inside the window is left to
+/// [`ContentTraps`], which sees that its pages look alike. Archives of old newspapers dated
+/// before 1990 need a lower `min_calendar_year`.
+///
+/// Why the other thresholds: real URLs stay far below them (browsers and servers commonly cap
+/// URLs near 2,000 characters; documentation trees rarely pass 15 segments), while relative-link
+/// bugs (`href="a/"` resolved against `/a/`), echoed parameters and path-appending soft-404
+/// pages grow without end and soon cross them.
+///
+/// [`check`]: UrlTrapRules::check
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UrlTrapRules {
+    pub max_url_chars: usize,
+    pub max_path_segments: usize,
+    pub max_query_params: usize,
+    /// How often a segment run or a query pair may occur before it is a trap.
+    pub repeats: usize,
+    pub min_calendar_year: i64,
+    pub min_bare_year: i64,
+    pub max_year: i64,
+}
+
+impl UrlTrapRules {
+    /// The default thresholds, with the date window ending `current_year + 2`.
+    pub fn for_year(current_year: i32) -> UrlTrapRules {
+        UrlTrapRules {
+            max_url_chars: 2000,
+            max_path_segments: 40,
+            max_query_params: 30,
+            repeats: 3,
+            min_calendar_year: 1990,
+            min_bare_year: 1000,
+            max_year: i64::from(current_year) + 2,
+        }
+    }
+
+    /// The first rule the URL breaks, if any. Cheap (linear in the URL's length), so it can
+    /// run on every discovered link.
+    pub fn check(&self, url: &Url) -> Option<Trap> {
+        let chars = url.as_str().chars().count();
+        if chars > self.max_url_chars {
+            return Some(Trap::new(
+                LONG_URL,
+                format!("{chars} characters > {}", self.max_url_chars),
+            ));
+        }
+        let segments = path_segments(url);
+        if segments.len() > self.max_path_segments {
+            return Some(Trap::new(
+                DEEP_PATH,
+                format!(
+                    "{} path segments > {}",
+                    segments.len(),
+                    self.max_path_segments
+                ),
+            ));
+        }
+        self.query_trap(url)
+            .or_else(|| self.repeated_segments(&segments))
+            .or_else(|| self.calendar(url, &segments))
+    }
+
+    fn query_trap(&self, url: &Url) -> Option<Trap> {
+        let pairs: Vec<&str> = url
+            .query()
+            .unwrap_or("")
+            .split('&')
+            .filter(|p| !p.is_empty())
+            .collect();
+        if pairs.len() > self.max_query_params {
+            return Some(Trap::new(
+                MANY_PARAMS,
+                format!(
+                    "{} query parameters > {}",
+                    pairs.len(),
+                    self.max_query_params
+                ),
+            ));
+        }
+        let mut counts: HashMap<&str, usize> = HashMap::new();
+        for pair in &pairs {
+            let n = counts.entry(pair).or_default();
+            *n += 1;
+            if *n >= self.repeats {
+                return Some(Trap::new(
+                    REPEATED_PARAM,
+                    format!("{:?} {} times in the query", clip(pair), self.repeats),
+                ));
+            }
+        }
+        None
+    }
+
+    fn repeated_segments(&self, segs: &[&str]) -> Option<Trap> {
+        let repeats = self.repeats.max(2);
+        for len in 1..=3 {
+            let span = len * repeats;
+            if segs.len() < span {
+                break;
+            }
+            for start in 0..=segs.len() - span {
+                let run = &segs[start..start + len];
+                let again = (1..repeats).all(|k| {
+                    let at = start + k * len;
+                    &segs[at..at + len] == run
+                });
+                if again {
+                    return Some(Trap::new(
+                        REPEATED_SEGMENT,
+                        format!("{:?} {repeats} times in a row", clip(&run.join("/"))),
+                    ));
+                }
+            }
+        }
+        // Digits-only segments are left out here: dates (`/2001/01/01/`) and ids repeat
+        // numbers legitimately. Their back-to-back repetition is still caught above.
+        let mut counts: HashMap<&str, usize> = HashMap::new();
+        for seg in segs.iter().filter(|s| !is_digits(s)) {
+            let n = counts.entry(seg).or_default();
+            *n += 1;
+            if *n >= repeats {
+                return Some(Trap::new(
+                    REPEATED_SEGMENT,
+                    format!("{:?} {repeats} times in the path", clip(seg)),
+                ));
+            }
+        }
+        None
+    }
+
+    fn calendar(&self, url: &Url, segs: &[&str]) -> Option<Trap> {
+        let mut found: Option<Trap> = None;
+        let mut judge = |date: FoundDate, place: &str| {
+            if found.is_none() {
+                found = self.judge_date(date, place);
+            }
+        };
+        for date in path_dates(segs) {
+            judge(date, "path");
+        }
+        for (date, key) in query_dates(url) {
+            judge(date, &format!("query {key:?}"));
+        }
+        found
+    }
+
+    fn judge_date(&self, date: FoundDate, place: &str) -> Option<Trap> {
+        let year = date.year;
+        let (low, kind) = if date.month_level {
+            (self.min_calendar_year, "date")
+        } else {
+            (self.min_bare_year, "year")
+        };
+        if year > self.max_year || year < low {
+            return Some(Trap::new(
+                CALENDAR,
+                format!(
+                    "{kind} with year {year} in the {place}, outside {low}..={}",
+                    self.max_year
+                ),
+            ));
+        }
+        None
+    }
+}
+
+/// The URL rules with default thresholds and this year's date window: the first rule the URL
+/// breaks, or None. See [`UrlTrapRules`] for every rule and threshold.
+pub fn url_trap(url: &Url) -> Option<Trap> {
+    UrlTrapRules::for_year(chrono::Utc::now().year()).check(url)
+}
+
+/// Path segments without the empty last one a trailing slash leaves (`/a/b/` → `a`, `b`).
+fn path_segments(url: &Url) -> Vec<&str> {
+    let mut segs: Vec<&str> = url.path_segments().map(|s| s.collect()).unwrap_or_default();
+    if segs.last() == Some(&"") {
+        segs.pop();
+    }
+    segs
+}
+
+fn is_digits(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// At most 60 characters of a matched piece, so a trap on a 2 MB URL logs a short detail.
+fn clip(s: &str) -> String {
+    match s.char_indices().nth(60) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
+}
+
+/// A date found in a URL: its year, and whether it names a month or day (a calendar page)
+/// rather than a bare year.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FoundDate {
+    year: i64,
+    month_level: bool,
+}
+
+fn month_date(year: i64) -> FoundDate {
+    FoundDate {
+        year,
+        month_level: true,
+    }
+}
+
+/// Words that make a one-digit month segment (`/2026/1/`) count as a date.
+const CALENDAR_WORDS: &[&str] = &[
+    "calendar", "kalender", "agenda", "event", "archive", "schedule", "diary", "date", "day",
+    "month", "year",
+];
+
+fn path_dates(segs: &[&str]) -> Vec<FoundDate> {
+    let calendar_words = segs.iter().any(|s| {
+        let s = s.to_ascii_lowercase();
+        CALENDAR_WORDS.iter().any(|w| s.contains(w))
+    });
+    let mut dates = Vec::new();
+    for (i, seg) in segs.iter().enumerate() {
+        if seg.len() == 4 && is_digits(seg) {
+            if let (Ok(year), Some(next)) = (seg.parse::<i64>(), segs.get(i + 1)) {
+                let padded = next.len() == 2;
+                let short = next.len() == 1 && calendar_words;
+                if (padded || short) && is_month(next) {
+                    dates.push(month_date(year));
+                }
+            }
+        }
+        dates.extend(iso_dates(seg).map(month_date));
+    }
+    dates
+}
+
+fn is_month(s: &str) -> bool {
+    is_digits(s) && matches!(s.parse::<u32>(), Ok(1..=12))
+}
+
+fn is_day(s: &str) -> bool {
+    is_digits(s) && matches!(s.parse::<u32>(), Ok(1..=31))
+}
+
+/// Years of the `YYYY-MM-DD` dates inside a text, each not touching other digits.
+fn iso_dates(text: &str) -> impl Iterator<Item = i64> + '_ {
+    let b = text.as_bytes();
+    (0..b.len().saturating_sub(9)).filter_map(move |i| {
+        let w = &b[i..i + 10];
+        let shape = w.iter().enumerate().all(|(k, c)| {
+            if k == 4 || k == 7 {
+                *c == b'-'
+            } else {
+                c.is_ascii_digit()
+            }
+        });
+        let alone_before = i == 0 || !b[i - 1].is_ascii_digit();
+        let alone_after = b.get(i + 10).is_none_or(|c| !c.is_ascii_digit());
+        if !(shape && alone_before && alone_after) {
+            return None;
+        }
+        let s = &text[i..i + 10];
+        (is_month(&s[5..7]) && is_day(&s[8..10]))
+            .then(|| s[..4].parse().ok())
+            .flatten()
+    })
+}
+
+const YEAR_KEYS: &[&str] = &["year", "yr"];
+const MONTH_KEYS: &[&str] = &["month", "mon", "mm", "mo"];
+const DATE_KEYS: &[&str] = &[
+    "day", "d", "dt", "from", "to", "start", "end", "since", "until", "when", "on",
+];
+
+fn query_dates(url: &Url) -> Vec<(FoundDate, String)> {
+    if url.query().is_none() {
+        return Vec::new();
+    }
+    let pairs: Vec<(String, String)> = url
+        .query_pairs()
+        .map(|(k, v)| (k.to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    let has_month = pairs.iter().any(|(k, _)| MONTH_KEYS.contains(&k.as_str()));
+    let mut dates = Vec::new();
+    for (key, value) in &pairs {
+        if YEAR_KEYS.contains(&key.as_str()) {
+            if let Some(year) = plain_year(value) {
+                let date = FoundDate {
+                    year,
+                    month_level: has_month,
+                };
+                dates.push((date, key.clone()));
+            }
+        } else if key.contains("date") || DATE_KEYS.contains(&key.as_str()) {
+            if let Some(year) = date_value(value) {
+                dates.push((month_date(year), key.clone()));
+            }
+        } else {
+            dates.extend(iso_dates(value).map(|y| (month_date(y), key.clone())));
+        }
+    }
+    dates
+}
+
+/// A year written as a whole number (`2031`, `-44`); longer numbers are ids, not years.
+fn plain_year(value: &str) -> Option<i64> {
+    let digits = value.strip_prefix('-').unwrap_or(value);
+    if !is_digits(digits) || digits.len() > 6 {
+        return None;
+    }
+    value.parse().ok()
+}
+
+/// The year of a date-valued parameter: `YYYY-MM-DD`, `YYYY-MM`, `YYYY/MM/DD`, `YYYY/MM`,
+/// `YYYYMMDD` or `YYYYMM` (a time may follow after `T` or a space).
+fn date_value(value: &str) -> Option<i64> {
+    let date = value.split(['T', ' ']).next().unwrap_or("");
+    let parts: Vec<&str> = date.split(['-', '/']).collect();
+    let (year, month, day) = match parts.as_slice() {
+        [y, m] => (*y, *m, None),
+        [y, m, d] => (*y, *m, Some(*d)),
+        [compact] if is_digits(compact) && compact.len() == 8 => {
+            (&compact[..4], &compact[4..6], Some(&compact[6..]))
+        }
+        [compact] if is_digits(compact) && compact.len() == 6 => {
+            (&compact[..4], &compact[4..], None)
+        }
+        _ => return None,
+    };
+    let ok = year.len() == 4
+        && is_digits(year)
+        && month.len() == 2
+        && is_month(month)
+        && day.is_none_or(|d| d.len() == 2 && is_day(d));
+    ok.then(|| year.parse().ok()).flatten()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Session ids
+// ---------------------------------------------------------------------------------------------
+
+/// The URL without session ids, for the seen-set: variants of one page that differ only in
+/// their session id become one URL. Fetch the URL as discovered; use this only for the key.
+///
+/// Removed (parameter names compared case-insensitively; other parameters keep their order
+/// and exact bytes; an emptied query is dropped):
+/// - query parameters named `jsessionid`, `phpsessid` or `aspsessionid…` (ASP's
+///   `ASPSESSIONIDXXXXXXXX`), whatever the value: these names only ever carry session ids;
+/// - query parameters whose name ends in `sid` or `sessionid` once `_` and `-` are dropped
+///   (`sid`, `osCsid`, `SessionID`, `session_id`) when the value looks machine-made: 16–128
+///   letters, digits, `-`, `_` or `.`, at least one a digit. `sid=42` or `sessionid=7` (a
+///   conference talk) stay;
+/// - query `cfid` and `cftoken` (ColdFusion), when both are present;
+/// - path parameters `;jsessionid=…`, `;phpsessid=…`, `;sessionid=…`, `;sid=…` (Java servlet
+///   URL rewriting puts the session id there);
+/// - ASP.NET cookieless segments: `/(S(…))/`, `/(A(…)S(…)F(…))/` (each value 16 or more
+///   letters and digits), and `/(` + 24 letters and digits + `)/` when a later part of the
+///   path names an `.aspx` page.
+///
+/// Python surt's IA canonicaliser (pywb's keys) strips a subset of this: `jsessionid`,
+/// `phpsessid` and names ending in `sid` with exactly 32 letters and digits, ASPSESSIONID
+/// with 24 letters, `cfid` directly followed by `cftoken`, and the two ASP.NET path forms.
+/// Apart from oddities of its regexes (a 32-character value without a single digit, which is
+/// no machine-made id; `sid=` inside another parameter's value), what it strips goes here
+/// too. Beyond it: the `;jsessionid=` path form, which surt leaves
+/// alone, and ids of other lengths (Tomcat appends `.node1` to its 32 hex digits; PHP ids
+/// are often 26 characters). Where surt cuts a name mid-way (`?fsid=…&b=1` becomes `?fb=1`),
+/// this removes the whole parameter.
+pub fn strip_session_ids(url: &Url) -> Url {
+    let mut out = url.clone();
+    let path = url.path();
+    let stripped_path = strip_path_sessions(path);
+    if stripped_path != path {
+        out.set_path(&stripped_path);
+    }
+    if let Some(query) = url.query() {
+        let stripped = strip_query_sessions(query);
+        if stripped != query {
+            out.set_query((!stripped.is_empty()).then_some(stripped.as_str()));
+        }
+    }
+    out
+}
+
+fn strip_path_sessions(path: &str) -> String {
+    let segs: Vec<&str> = path.split('/').collect();
+    let mut kept: Vec<String> = Vec::with_capacity(segs.len());
+    for (i, seg) in segs.iter().enumerate() {
+        let later_aspx = || {
+            segs[i + 1..]
+                .iter()
+                .any(|s| s.to_ascii_lowercase().contains(".aspx"))
+        };
+        if i > 0 && (is_aspnet_cookieless(seg) || (is_aspnet_bare(seg) && later_aspx())) {
+            continue;
+        }
+        kept.push(strip_matrix_sessions(seg));
+    }
+    kept.join("/")
+}
+
+/// `(S(token))`, `(A(token)S(token)F(token))`: ASP.NET's cookieless session and auth segment.
+fn is_aspnet_cookieless(seg: &str) -> bool {
+    let Some(inner) = seg.strip_prefix('(').and_then(|s| s.strip_suffix(')')) else {
+        return false;
+    };
+    let mut rest = inner;
+    let mut parts = 0;
+    while !rest.is_empty() {
+        let mut chars = rest.chars();
+        let letter_ok = chars.next().is_some_and(|c| c.is_ascii_alphabetic());
+        let after = chars.as_str();
+        let Some(body) = after.strip_prefix('(') else {
+            return false;
+        };
+        let Some(close) = body.find(')') else {
+            return false;
+        };
+        let value = &body[..close];
+        if !letter_ok || value.len() < 16 || !value.bytes().all(|b| b.is_ascii_alphanumeric()) {
+            return false;
+        }
+        rest = &body[close + 1..];
+        parts += 1;
+    }
+    parts > 0
+}
+
+/// `(` + 24 letters and digits + `)`: ASP.NET 1.x's cookieless session segment.
+fn is_aspnet_bare(seg: &str) -> bool {
+    seg.strip_prefix('(')
+        .and_then(|s| s.strip_suffix(')'))
+        .is_some_and(|v| v.len() == 24 && v.bytes().all(|b| b.is_ascii_alphanumeric()))
+}
+
+const PATH_SESSION_PARAMS: &[&str] = &["jsessionid", "phpsessid", "sessionid", "sid"];
+
+/// A segment without its `;jsessionid=…`-style path parameters.
+fn strip_matrix_sessions(seg: &str) -> String {
+    if !seg.contains(';') {
+        return seg.to_string();
+    }
+    let mut parts = seg.split(';');
+    let mut out = parts.next().unwrap_or("").to_string();
+    for param in parts {
+        let name = param.split('=').next().unwrap_or("").to_ascii_lowercase();
+        if param.contains('=') && PATH_SESSION_PARAMS.contains(&name.as_str()) {
+            continue;
+        }
+        out.push(';');
+        out.push_str(param);
+    }
+    out
+}
+
+fn strip_query_sessions(query: &str) -> String {
+    let pairs: Vec<&str> = query.split('&').collect();
+    let name_of = |p: &str| {
+        let raw = p.split('=').next().unwrap_or("");
+        percent_encoding::percent_decode_str(raw)
+            .decode_utf8_lossy()
+            .to_ascii_lowercase()
+    };
+    let names: Vec<String> = pairs.iter().map(|p| name_of(p)).collect();
+    let coldfusion = names.iter().any(|n| n == "cfid") && names.iter().any(|n| n == "cftoken");
+    let kept: Vec<&str> = pairs
+        .iter()
+        .zip(&names)
+        .filter(|(pair, name)| {
+            let value = pair.split_once('=').map_or("", |(_, v)| v);
+            let cf = coldfusion && (name.as_str() == "cfid" || name.as_str() == "cftoken");
+            !(cf || is_session_param(name, value))
+        })
+        .map(|(pair, _)| *pair)
+        .collect();
+    if kept.len() == pairs.len() {
+        return query.to_string();
+    }
+    kept.join("&")
+}
+
+fn is_session_param(name: &str, value: &str) -> bool {
+    if name == "jsessionid" || name == "phpsessid" || name.starts_with("aspsessionid") {
+        return true;
+    }
+    let squashed: String = name.chars().filter(|c| *c != '_' && *c != '-').collect();
+    (squashed.ends_with("sid") || squashed.ends_with("sessionid")) && is_token(value)
+}
+
+/// A value that looks machine-made: 16–128 characters of `[A-Za-z0-9._-]`, with a digit.
+fn is_token(value: &str) -> bool {
+    (16..=128).contains(&value.len())
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        && value.bytes().any(|b| b.is_ascii_digit())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Page text and fingerprints
+// ---------------------------------------------------------------------------------------------
+
+/// Visible text is cut at this many bytes: enough to tell pages apart, and a 100 MB page
+/// costs no more memory than this.
+pub const MAX_VISIBLE_TEXT: usize = 1 << 20;
+
+/// The visible text of an HTML page: text nodes outside `<script>`, `<style>` and other
+/// raw-text elements, plus the `<title>`, with common character references decoded, text
+/// nodes separated by a space and whitespace runs collapsed. At most [`MAX_VISIBLE_TEXT`]
+/// bytes. The encoding follows the page's `<meta charset>`, else UTF-8 (good enough for a
+/// fingerprint: a page always decodes the same way). Never fails: broken markup yields what
+/// was read so far.
+pub fn visible_text(html: &[u8]) -> String {
+    let text = std::cell::RefCell::new(TextBuf::default());
+    {
+        let handler = |chunk: &mut TextChunk<'_>| {
+            if matches!(chunk.text_type(), TextType::Data | TextType::RCData) {
+                let mut t = text.borrow_mut();
+                t.push_decoded(chunk.as_str());
+                if chunk.last_in_text_node() {
+                    t.push_space();
+                }
+            }
+            Ok(())
+        };
+        let settings = Settings {
+            document_content_handlers: vec![DocumentContentHandlers::default().text(handler)],
+            strict: false,
+            adjust_charset_on_meta_tag: true,
+            ..Settings::new()
+        };
+        let mut rewriter = HtmlRewriter::new(settings, |_: &[u8]| {});
+        let mut ok = true;
+        for chunk in html.chunks(64 * 1024) {
+            ok = ok && rewriter.write(chunk).is_ok();
+            if !ok || text.borrow().full() {
+                break;
+            }
+        }
+        // After an error lol_html must not be called again.
+        if ok {
+            let _ = rewriter.end();
+        }
+    }
+    text.into_inner().finish()
+}
+
+/// Collects text with whitespace collapsed, up to [`MAX_VISIBLE_TEXT`] bytes.
+#[derive(Default)]
+struct TextBuf {
+    out: String,
+    pending_space: bool,
+}
+
+impl TextBuf {
+    fn full(&self) -> bool {
+        self.out.len() >= MAX_VISIBLE_TEXT
+    }
+
+    fn push_space(&mut self) {
+        self.pending_space = !self.out.is_empty();
+    }
+
+    fn push_char(&mut self, c: char) {
+        if self.full() {
+            return;
+        }
+        if c.is_whitespace() {
+            self.push_space();
+            return;
+        }
+        if self.pending_space {
+            self.out.push(' ');
+            self.pending_space = false;
+        }
+        self.out.push(c);
+    }
+
+    /// Appends raw HTML text, decoding `&amp;`-style and numeric character references.
+    fn push_decoded(&mut self, raw: &str) {
+        let mut rest = raw;
+        while let Some(i) = rest.find('&') {
+            rest[..i].chars().for_each(|c| self.push_char(c));
+            let after = &rest[i + 1..];
+            match decode_reference(after) {
+                Some((c, used)) => {
+                    self.push_char(c);
+                    rest = &after[used..];
+                }
+                None => {
+                    self.push_char('&');
+                    rest = after;
+                }
+            }
+        }
+        rest.chars().for_each(|c| self.push_char(c));
+    }
+
+    fn finish(mut self) -> String {
+        if self.out.len() > MAX_VISIBLE_TEXT {
+            let mut end = MAX_VISIBLE_TEXT;
+            while !self.out.is_char_boundary(end) {
+                end -= 1;
+            }
+            self.out.truncate(end);
+        }
+        self.out
+    }
+}
+
+/// A character reference after `&`: the character and the bytes used (including `;`).
+/// Only the references that commonly appear in text; others stay as written.
+fn decode_reference(s: &str) -> Option<(char, usize)> {
+    let end = s.bytes().take(12).position(|b| b == b';')?;
+    let name = &s[..end];
+    let c = if let Some(num) = name.strip_prefix('#') {
+        let code = match num.strip_prefix(['x', 'X']) {
+            Some(hex) => u32::from_str_radix(hex, 16).ok()?,
+            None => num.parse().ok()?,
+        };
+        char::from_u32(code).unwrap_or(char::REPLACEMENT_CHARACTER)
+    } else {
+        match name {
+            "amp" => '&',
+            "lt" => '<',
+            "gt" => '>',
+            "quot" => '"',
+            "apos" => '\'',
+            "nbsp" => ' ',
+            _ => return None,
+        }
+    };
+    Some((c, end + 1))
+}
+
+/// Words per shingle: short enough that one changed word disturbs few shingles, long enough
+/// that word order matters.
+const SHINGLE_WORDS: usize = 2;
+
+/// A 64-bit SimHash of a text's word shingles: near-identical texts get fingerprints a few
+/// bits apart, unrelated texts about 32 bits apart.
+///
+/// Words are runs of letters and digits, lower-cased; words containing a digit are left out,
+/// because what varies between the pages of a trap is mostly numbers (dates, counters, page
+/// and session numbers) while their words stay the same. Each shingle of
+/// [`SHINGLE_WORDS`] consecutive words is hashed (FNV-1a, then a SplitMix64 finaliser, so the
+/// value is stable across builds and machines) and votes +1/−1 on each of the 64 bits. A text
+/// shorter than one shingle is one shingle; a text without words gives 0.
+pub fn fingerprint(text: &str) -> u64 {
+    let mut votes = [0i32; 64];
+    let mut window = [0u64; SHINGLE_WORDS];
+    let mut words = 0usize;
+    let mut vote = |feature: u64| {
+        for (bit, v) in votes.iter_mut().enumerate() {
+            *v += if feature >> bit & 1 == 1 { 1 } else { -1 };
+        }
+    };
+    for word in text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty() && !w.chars().any(|c| c.is_numeric()))
+    {
+        window.rotate_left(1);
+        window[SHINGLE_WORDS - 1] = word_hash(word);
+        words += 1;
+        if words >= SHINGLE_WORDS {
+            vote(shingle_hash(&window));
+        }
+    }
+    if words == 0 {
+        return 0;
+    }
+    if words < SHINGLE_WORDS {
+        vote(shingle_hash(&window[SHINGLE_WORDS - words..]));
+    }
+    votes
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| **v > 0)
+        .fold(0u64, |fp, (bit, _)| fp | 1 << bit)
+}
+
+/// Bits in which two fingerprints differ.
+pub fn distance(a: u64, b: u64) -> u32 {
+    (a ^ b).count_ones()
+}
+
+/// FNV-1a over the lower-cased word.
+fn word_hash(word: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut buf = [0u8; 4];
+    for c in word.chars().flat_map(char::to_lowercase) {
+        for b in c.encode_utf8(&mut buf).bytes() {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    h
+}
+
+/// Order-sensitive combination of word hashes, well mixed so the 64 bits vote independently.
+fn shingle_hash(words: &[u64]) -> u64 {
+    words
+        .iter()
+        .fold(0x9e37_79b9_7f4a_7c15, |acc, w| mix(acc ^ w))
+}
+
+/// SplitMix64's finaliser.
+fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Repeated content
+// ---------------------------------------------------------------------------------------------
+
+/// Finds pages that repeat themselves under ever-new URLs.
+///
+/// Pages of one site are grouped by path prefix: the path without its last segment, query
+/// ignored (`/cal/view?d=1` and `/cal/list?d=2` share `/cal/`). Within a group, pages whose
+/// fingerprints lie within `max_distance` bits (3) of a cluster's first page join that
+/// cluster. When a cluster already holds `max_pages` pages (20), every further page that
+/// joins it is a trap (`trap:repeated-content`): the crawl archives it but does not follow its
+/// links. Following them would mostly re-find links already seen; the new ones are exactly
+/// the "next date"/"next page" links that lead deeper into the trap.
+///
+/// Memory is bounded: at most `clusters_per_site` (1,024) clusters per site, 32 bytes each;
+/// when full, the cluster with the fewest pages goes (the least recently matched among equals),
+/// so growing clusters survive a stream of unique pages. At most `max_sites` (1,024) sites are
+/// tracked; a new site beyond that evicts the least recently observed one. Call
+/// [`ContentTraps::forget_site`] when a site is finished. Counts live in memory only: after a
+/// resume they start again from zero, which delays detection but never breaks it.
+///
+/// Call [`ContentTraps::observe`] once per fetched HTML page (not for retries of one URL),
+/// with `fingerprint(&visible_text(body))`.
+#[derive(Debug)]
+pub struct ContentTraps {
+    max_pages: u32,
+    max_distance: u32,
+    clusters_per_site: usize,
+    max_sites: usize,
+    sites: HashMap<String, SiteClusters>,
+    tick: u64,
+}
+
+#[derive(Debug, Default)]
+struct SiteClusters {
+    clusters: Vec<Cluster>,
+    last_used: u64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Cluster {
+    prefix: u64,
+    fingerprint: u64,
+    pages: u32,
+    last_used: u64,
+}
+
+impl Default for ContentTraps {
+    fn default() -> Self {
+        ContentTraps::new(20, 3, 1024, 1024)
+    }
+}
+
+impl ContentTraps {
+    /// A detector with its own thresholds (see the type's documentation for the defaults).
+    /// Caps below 1 are raised to 1.
+    pub fn new(
+        max_pages: u32,
+        max_distance: u32,
+        clusters_per_site: usize,
+        max_sites: usize,
+    ) -> ContentTraps {
+        ContentTraps {
+            max_pages,
+            max_distance,
+            clusters_per_site: clusters_per_site.max(1),
+            max_sites: max_sites.max(1),
+            sites: HashMap::new(),
+            tick: 0,
+        }
+    }
+
+    /// Records a fetched page of `site` (its origin); returns the trap when the page is one
+    /// more near-copy of at least `max_pages` earlier pages under the same path prefix.
+    pub fn observe(&mut self, site: &str, url: &Url, text_fingerprint: u64) -> Option<Trap> {
+        self.tick += 1;
+        let tick = self.tick;
+        let prefix_text = path_prefix(url);
+        let prefix = word_hash(prefix_text);
+        self.make_room_for(site);
+        let max_distance = self.max_distance;
+        let cap = self.clusters_per_site;
+        let entry = self.sites.entry(site.to_string()).or_default();
+        entry.last_used = tick;
+        let near = entry
+            .clusters
+            .iter_mut()
+            .filter(|c| c.prefix == prefix)
+            .map(|c| (distance(c.fingerprint, text_fingerprint), c))
+            .filter(|(d, _)| *d <= max_distance)
+            .min_by_key(|(d, _)| *d);
+        if let Some((_, cluster)) = near {
+            let earlier = cluster.pages;
+            cluster.pages = cluster.pages.saturating_add(1);
+            cluster.last_used = tick;
+            return (earlier >= self.max_pages).then(|| {
+                Trap::new(
+                    REPEATED_CONTENT,
+                    format!(
+                        "{} earlier pages under {:?} within {max_distance} bits of this one",
+                        earlier,
+                        clip(prefix_text)
+                    ),
+                )
+            });
+        }
+        if entry.clusters.len() >= cap {
+            evict_weakest(&mut entry.clusters);
+        }
+        entry.clusters.push(Cluster {
+            prefix,
+            fingerprint: text_fingerprint,
+            pages: 1,
+            last_used: tick,
+        });
+        None
+    }
+
+    /// Drops everything stored for a site (call when the site is finished).
+    pub fn forget_site(&mut self, site: &str) {
+        self.sites.remove(site);
+    }
+
+    /// Clusters stored for a site (for tests and reports).
+    pub fn clusters(&self, site: &str) -> usize {
+        self.sites.get(site).map_or(0, |s| s.clusters.len())
+    }
+
+    /// Sites tracked.
+    pub fn sites(&self) -> usize {
+        self.sites.len()
+    }
+
+    /// Evicts the least recently observed site when a new one would pass `max_sites`.
+    fn make_room_for(&mut self, site: &str) {
+        if self.sites.len() < self.max_sites || self.sites.contains_key(site) {
+            return;
+        }
+        let oldest = self
+            .sites
+            .iter()
+            .min_by_key(|(_, s)| s.last_used)
+            .map(|(k, _)| k.clone());
+        if let Some(k) = oldest {
+            self.sites.remove(&k);
+        }
+    }
+}
+
+/// Removes the cluster with the fewest pages, the least recently matched among equals.
+fn evict_weakest(clusters: &mut Vec<Cluster>) {
+    let weakest = clusters
+        .iter()
+        .enumerate()
+        .min_by_key(|(_, c)| (c.pages, c.last_used))
+        .map(|(i, _)| i);
+    if let Some(i) = weakest {
+        clusters.swap_remove(i);
+    }
+}
+
+/// The path without its last segment (`/a/b/c` → `/a/b/`, `/a/b/` → `/a/b/`).
+fn path_prefix(url: &Url) -> &str {
+    let path = url.path();
+    match path.rfind('/') {
+        Some(i) => &path[..=i],
+        None => path,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn u(s: &str) -> Url {
+        Url::parse(s).unwrap()
+    }
+
+    fn rules() -> UrlTrapRules {
+        UrlTrapRules::for_year(2026)
+    }
+
+    fn rule_of(s: &str) -> Option<&'static str> {
+        rules().check(&u(s)).map(|t| t.rule)
+    }
+
+    #[track_caller]
+    fn assert_trap(url: &str, rule: &str) {
+        assert_eq!(rule_of(url), Some(rule), "{url} should be {rule}");
+    }
+
+    #[track_caller]
+    fn assert_clean(url: &str) {
+        let found = rules().check(&u(url));
+        assert!(found.is_none(), "{url} should pass, got {found:?}");
+    }
+
+    #[test]
+    fn ordinary_urls_pass() {
+        for url in [
+            "http://h/",
+            "http://h/2024/05/",
+            "http://h/2024/05/12/my-post/",
+            "http://h/blog/2026/11/30/hello-world.html",
+            "http://h/2028/01/",
+            "http://h/1990/01/",
+            "http://h/news/2024/05/page/2/",
+            "http://h/list?page=2",
+            "http://h/search?q=a&page=3&sort=date",
+            "http://h/docs/en/v2/api/reference/modules/core/http/client/request/builder.html",
+            "http://h/tiles/0/0/0.png",
+            "http://h/2001/01/01/",
+            "http://h/forum/topic/1234/2/",
+            "http://h/topic/5678/3",
+            "http://h/p/1234-05",
+            "http://h/films?year=1950",
+            "http://h/cal?month=11&year=2026",
+            "http://h/cal?date=2026-11-30",
+            "http://h/x?id=12345678",
+            "http://h/a/b/a/b/",
+            "http://h/gitlab/group/project/-/tree/main/src",
+            "http://h/plot?x=100&y=5000",
+        ] {
+            assert_clean(url);
+        }
+    }
+
+    #[test]
+    fn long_urls_and_deep_paths() {
+        let long = format!("http://h/?q={}", "a".repeat(2000));
+        assert_trap(&long, LONG_URL);
+        let ok = format!("http://h/?q={}", "a".repeat(1980));
+        assert_clean(&ok);
+        let deep: String = (0..41).map(|i| format!("/s{i}")).collect();
+        assert_trap(&format!("http://h{deep}"), DEEP_PATH);
+        let deep_ok: String = (0..40).map(|i| format!("/s{i}")).collect();
+        assert_clean(&format!("http://h{deep_ok}/"));
+    }
+
+    #[test]
+    fn query_parameter_rules() {
+        let many: Vec<String> = (0..31).map(|i| format!("p{i}=1")).collect();
+        assert_trap(&format!("http://h/?{}", many.join("&")), MANY_PARAMS);
+        let fine: Vec<String> = (0..30).map(|i| format!("p{i}=1")).collect();
+        assert_clean(&format!("http://h/?{}", fine.join("&")));
+        assert_trap("http://h/?a=1&b=2&a=1&a=1", REPEATED_PARAM);
+        // Faceted filters repeat a name with different values.
+        assert_clean("http://h/?color=red&color=blue&color=green");
+        assert_clean("http://h/?a=1&a=1");
+    }
+
+    #[test]
+    fn repeated_segments() {
+        assert_trap("http://h/a/a/a/", REPEATED_SEGMENT);
+        assert_trap("http://h/x/a/a/a/b.html", REPEATED_SEGMENT);
+        assert_trap("http://h/a/b/a/b/a/b/", REPEATED_SEGMENT);
+        assert_trap("http://h/q/a/b/c/a/b/c/a/b/c", REPEATED_SEGMENT);
+        assert_trap("http://h/page/2/page/3/page/4", REPEATED_SEGMENT);
+        assert_trap("http://h/1/1/1", REPEATED_SEGMENT);
+        assert_trap("http://h/a//b//c//d", REPEATED_SEGMENT);
+        assert_clean("http://h/a//b/");
+        assert_clean("http://h/a/a/");
+        assert_clean("http://h/a/b/a/b/c");
+        // Numbers may recur apart: dates and ids.
+        assert_clean("http://h/2001/01/x/01/y");
+        let t = rules().check(&u("http://h/a/b/a/b/a/b/")).unwrap();
+        assert!(t.detail.contains("a/b"), "{t}");
+    }
+
+    #[test]
+    fn calendars_far_from_now_are_traps() {
+        assert_trap("http://h/2031/01/", CALENDAR);
+        assert_trap("http://h/calendar/2029/12/31/", CALENDAR);
+        assert_trap("http://h/1989/12/", CALENDAR);
+        assert_trap("http://h/calendar/1850/3/", CALENDAR);
+        assert_trap("http://h/events/2031-01-01", CALENDAR);
+        assert_trap("http://h/log-1970-01-01.html", CALENDAR);
+        assert_trap("http://h/cal?date=2031-01-01", CALENDAR);
+        assert_trap("http://h/cal?start_date=19800101", CALENDAR);
+        assert_trap("http://h/cal?d=2031/01", CALENDAR);
+        assert_trap("http://h/cal?month=1&year=2031", CALENDAR);
+        assert_trap("http://h/cal?month=12&year=1985", CALENDAR);
+        assert_trap("http://h/cal?year=3000", CALENDAR);
+        assert_trap("http://h/cal?year=-44", CALENDAR);
+        assert_trap("http://h/cal?when=2100-05-05T10:00", CALENDAR);
+        assert_trap("http://h/x?anything=2031-01-01", CALENDAR);
+        // Inside the window, or not a date at all.
+        assert_clean("http://h/cal?month=12&year=2027");
+        assert_clean("http://h/calendar/2026/1/");
+        assert_clean("http://h/item/1850/3/");
+        assert_clean("http://h/cal?date=2031-13-01");
+        assert_clean("http://h/cal?date=tomorrow");
+        assert_clean("http://h/cal?year=1492");
+        assert_clean("http://h/x?id=2031-01-0111");
+        let t = rules().check(&u("http://h/cal?date=2031-01-01")).unwrap();
+        assert!(
+            t.detail.contains("2031") && t.detail.contains("2028"),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn url_trap_uses_the_current_year() {
+        let next = chrono::Utc::now().year() + 1;
+        assert!(url_trap(&u(&format!("http://h/{next}/01/"))).is_none());
+        let far = chrono::Utc::now().year() + 3;
+        assert_eq!(
+            url_trap(&u(&format!("http://h/{far}/01/"))).map(|t| t.rule),
+            Some(CALENDAR)
+        );
+    }
+
+    fn strip(s: &str) -> String {
+        strip_session_ids(&u(s)).to_string()
+    }
+
+    #[test]
+    fn session_id_variants_collapse() {
+        let variants = [
+            "http://h/shop/item?id=5",
+            "http://h/shop/item;jsessionid=0123456789ABCDEF0123456789ABCDEF?id=5",
+            "http://h/shop/item;jsessionid=FEDCBA9876543210FEDCBA9876543210.node1?id=5",
+            "http://h/shop/item?jsessionid=0123456789ABCDEF0123456789ABCDEF&id=5",
+            "http://h/shop/item?id=5&PHPSESSID=k2jlc3v1o7kq6n3h1f0dm5sp21",
+            "http://h/shop/item?sid=9f8e7d6c5b4a39281706f5e4d3c2b1a0&id=5",
+            "http://h/shop/item?id=5&osCsid=9f8e7d6c5b4a39281706f5e4d3c2b1a0",
+            "http://h/shop/item?SessionID=a1b2c3d4e5f6a7b8c9d0&id=5",
+            "http://h/shop/item?session_id=a1b2c3d4e5f6a7b8c9d0&id=5",
+            "http://h/shop/item?ASPSESSIONIDQQGGGNCU=ABCDEFGHIJKLMNOPQRSTUVWX&id=5",
+            "http://h/shop/item?CFID=123456&id=5&CFTOKEN=98765432",
+        ];
+        for v in variants {
+            assert_eq!(strip(v), "http://h/shop/item?id=5", "{v}");
+        }
+        assert_eq!(
+            strip("http://h/x/(S(abcdefghijklmnopqrstuvwx))/page.aspx?a=1"),
+            "http://h/x/page.aspx?a=1"
+        );
+        assert_eq!(
+            strip("http://h/x/(A(abcdefghijklmnopqrstuvwx)S(abcdefghijklmnopqrstuvwx))/p.aspx"),
+            "http://h/x/p.aspx"
+        );
+        assert_eq!(
+            strip("http://h/x/(abcdefghijklmnopqrstuvwx)/dir/Page.ASPX"),
+            "http://h/x/dir/Page.ASPX"
+        );
+        assert_eq!(strip("http://h/a?jsessionid=123"), "http://h/a");
+        // Python surt leaves "?f" glued to the next parameter here; whole names go.
+        assert_eq!(
+            strip("http://h/a?fsid=0123456789abcdef0123456789abcdef&b=1"),
+            "http://h/a?b=1"
+        );
+    }
+
+    #[test]
+    fn lookalikes_are_kept() {
+        for url in [
+            "http://h/story?sid=42",
+            "http://h/talks?sessionid=7",
+            "http://h/a?sid=abcdefghijklmnopqrstuvwxyz",
+            "http://h/x/(abcdefghijklmnopqrstuvwx)/dir/page.html",
+            "http://h/a?cfid=1",
+            "http://h/a;v=2/b",
+            "http://h/a?x=1&&y=2",
+        ] {
+            assert_eq!(strip(url), url, "{url}");
+        }
+    }
+
+    /// Deterministic filler text: `n` words drawn from a small English vocabulary, as the
+    /// menus, sidebars and footers of a site template are.
+    fn filler(seed: u64, n: usize) -> String {
+        const VOCAB: &[&str] = &[
+            "home",
+            "about",
+            "contact",
+            "news",
+            "events",
+            "members",
+            "join",
+            "donate",
+            "search",
+            "community",
+            "meeting",
+            "workshop",
+            "evening",
+            "volunteers",
+            "region",
+            "garden",
+            "library",
+            "music",
+            "theatre",
+            "children",
+            "family",
+            "walk",
+            "history",
+            "society",
+            "annual",
+            "report",
+            "minutes",
+            "committee",
+            "agenda",
+            "venue",
+            "parking",
+            "access",
+            "tickets",
+            "free",
+            "booking",
+            "required",
+            "welcome",
+            "everyone",
+            "please",
+            "check",
+            "programme",
+            "update",
+            "newsletter",
+            "subscribe",
+            "privacy",
+            "policy",
+            "terms",
+            "cookies",
+            "follow",
+            "share",
+            "print",
+            "page",
+            "back",
+            "top",
+            "menu",
+            "archive",
+            "photos",
+            "gallery",
+            "sponsors",
+            "partners",
+            "local",
+            "council",
+            "school",
+            "church",
+            "hall",
+            "market",
+            "fair",
+            "spring",
+            "summer",
+            "autumn",
+            "winter",
+            "club",
+            "group",
+            "course",
+            "lesson",
+            "talk",
+            "lecture",
+            "visit",
+            "tour",
+            "open",
+            "day",
+            "night",
+            "morning",
+            "afternoon",
+            "session",
+            "beginners",
+            "advanced",
+            "all",
+            "ages",
+            "welcome",
+        ];
+        let mut x = seed;
+        (0..n)
+            .map(|_| {
+                x = mix(x);
+                VOCAB[(x % VOCAB.len() as u64) as usize]
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// A calendar day page: 250 words of template above and 250 below the date line.
+    fn calendar_page(weekday: &str, day: u32, month: &str, year: u32) -> String {
+        format!(
+            "{} {weekday} {day} {month} {year} No events are scheduled for this day {}",
+            filler(1, 250),
+            filler(2, 250)
+        )
+    }
+
+    #[test]
+    fn near_duplicates_are_close_and_unrelated_pages_far() {
+        let base = fingerprint(&calendar_page("Monday", 30, "November", 2026));
+        for (w, d, m, y) in [
+            ("Monday", 30, "November", 2025),
+            ("Tuesday", 1, "December", 2026),
+            ("Wednesday", 2, "December", 2026),
+            ("Friday", 1, "January", 2027),
+            ("Sunday", 28, "February", 2027),
+        ] {
+            let fp = fingerprint(&calendar_page(w, d, m, y));
+            let dist = distance(base, fp);
+            assert!(dist <= 3, "{w} {d} {m} {y}: {dist} bits");
+        }
+        // Same site template, different main text: far apart.
+        let article = |seed| {
+            format!(
+                "{} {} {}",
+                filler(1, 250),
+                filler(seed, 300),
+                filler(2, 250)
+            )
+        };
+        let a = fingerprint(&article(10));
+        assert!(distance(a, fingerprint(&article(11))) >= 8);
+        assert!(distance(base, a) >= 8);
+        // Unrelated texts: about half the bits differ.
+        let (x, y) = (fingerprint(&filler(20, 400)), fingerprint(&filler(21, 400)));
+        assert!((20..=44).contains(&distance(x, y)), "{}", distance(x, y));
+    }
+
+    /// SimHash is statistical: how many date-line variants stay within 3 bits depends on the
+    /// page's size (more words, fewer flips). Over these 100 templates of ~500 words: 257 of
+    /// 300 variant pairs (86%) within 3 bits, the rest within 6; unrelated texts far apart.
+    /// ContentTraps counts pages that join a cluster, so a miss delays detection by a page.
+    #[test]
+    fn near_duplicate_rate_over_many_templates() {
+        let mut within = 0;
+        let mut worst = 0;
+        let mut pairs = 0;
+        for seed in 0..100u64 {
+            let page = |weekday: &str, month: &str| {
+                format!(
+                    "{} {weekday} 1 {month} 2026 No events are scheduled for this day {}",
+                    filler(seed * 2 + 100, 250),
+                    filler(seed * 2 + 101, 250)
+                )
+            };
+            let base = fingerprint(&page("Monday", "November"));
+            for (w, m) in [
+                ("Tuesday", "December"),
+                ("Friday", "January"),
+                ("Sunday", "May"),
+            ] {
+                let d = distance(base, fingerprint(&page(w, m)));
+                within += usize::from(d <= 3);
+                worst = worst.max(d);
+                pairs += 1;
+            }
+            let other = fingerprint(&filler(seed + 1000, 500));
+            assert!(distance(base, other) >= 14, "seed {seed}");
+        }
+        assert!(within * 100 >= pairs * 75, "{within}/{pairs} within 3 bits");
+        assert!(worst <= 8, "worst {worst}");
+    }
+
+    #[test]
+    fn fingerprint_edge_cases() {
+        assert_eq!(fingerprint(""), 0);
+        assert_eq!(fingerprint("12 345 2026-11-30"), 0);
+        assert_ne!(fingerprint("hello"), 0);
+        assert_ne!(fingerprint("hello"), fingerprint("world"));
+        // Case and punctuation do not matter, word order does.
+        assert_eq!(fingerprint("Hello, World!"), fingerprint("hello world"));
+        assert_ne!(
+            fingerprint("alpha beta gamma"),
+            fingerprint("gamma beta alpha")
+        );
+        // Numbers are ignored: counters and dates do not split near-duplicates.
+        assert_eq!(
+            fingerprint("page 1 of many items"),
+            fingerprint("page 2 of many items")
+        );
+    }
+
+    #[test]
+    fn visible_text_skips_scripts_and_decodes() {
+        let html = b"<!doctype html><html><head><title>T&amp;C</title>\
+            <style>p { color: red }</style><script>var x = '<p>no</p>';</script></head>\
+            <body><p>Hello&nbsp;<b>big</b>\n\n   world &lt;3 &#x263A; &#9731; &bogus; &</p>\
+            <!-- a comment --><noscript><p>js off</p></noscript><div>end</div></body></html>";
+        assert_eq!(
+            visible_text(html),
+            "T&C Hello big world <3 \u{263A} \u{2603} &bogus; & end"
+        );
+        assert_eq!(visible_text(b""), "");
+        assert_eq!(visible_text(b"<p>unclosed <b>tags"), "unclosed tags");
+        assert_eq!(
+            visible_text(b"\xff\xfe<p>bad bytes"),
+            "\u{FFFD}\u{FFFD} bad bytes"
+        );
+    }
+
+    #[test]
+    fn visible_text_is_capped() {
+        let big = format!("<p>{}</p>", "word ".repeat(400_000));
+        let text = visible_text(big.as_bytes());
+        assert!(text.len() <= MAX_VISIBLE_TEXT, "{}", text.len());
+        assert!(text.len() > MAX_VISIBLE_TEXT - 10);
+    }
+
+    #[test]
+    fn content_traps_trigger_after_the_limit() {
+        let mut traps = ContentTraps::default();
+        let site = "http://h";
+        let base = fingerprint(&calendar_page("Monday", 30, "November", 2026));
+        for i in 0..20u64 {
+            let url = u(&format!("http://h/cal/day?d={i}"));
+            // Vary one or two bits, as near-duplicates do.
+            let fp = base ^ (1 << (i % 64)) ^ (1 << ((i * 7) % 64));
+            assert_eq!(traps.observe(site, &url, fp), None, "page {i}");
+        }
+        let t = traps
+            .observe(site, &u("http://h/cal/view?d=99"), base ^ 0b101)
+            .unwrap();
+        assert_eq!(t.rule, REPEATED_CONTENT);
+        assert!(
+            t.detail.contains("20 earlier") && t.detail.contains("/cal/"),
+            "{t}"
+        );
+        // Another prefix, another site, or a different page: not (yet) a trap.
+        assert_eq!(traps.observe(site, &u("http://h/other/x"), base), None);
+        assert_eq!(traps.observe("http://g", &u("http://g/cal/x"), base), None);
+        assert_eq!(traps.observe(site, &u("http://h/cal/y"), !base), None);
+        // Further near-copies stay traps.
+        assert!(traps.observe(site, &u("http://h/cal/z"), base).is_some());
+        assert_eq!(traps.clusters(site), 3);
+        traps.forget_site(site);
+        assert_eq!(traps.clusters(site), 0);
+        assert_eq!(traps.observe(site, &u("http://h/cal/w"), base), None);
+    }
+
+    #[test]
+    fn content_traps_are_bounded() {
+        let mut traps = ContentTraps::new(3, 3, 8, 2);
+        let site = "http://h";
+        // A growing cluster survives a flood of unique pages.
+        for i in 0..3 {
+            assert_eq!(traps.observe(site, &u(&format!("http://h/t/{i}")), 0), None);
+        }
+        for i in 0..1000u64 {
+            let fp = mix(i);
+            traps.observe(site, &u(&format!("http://h/t/u{i}")), fp);
+            assert!(traps.clusters(site) <= 8);
+        }
+        assert!(traps.observe(site, &u("http://h/t/again"), 1).is_some());
+        // Sites are capped too: the least recently observed goes.
+        traps.observe("http://a", &u("http://a/x"), 0);
+        traps.observe("http://b", &u("http://b/x"), 0);
+        assert_eq!(traps.sites(), 2);
+        assert_eq!(traps.clusters(site), 0);
+    }
+
+    #[test]
+    fn path_prefix_ignores_last_segment_and_query() {
+        assert_eq!(path_prefix(&u("http://h/a/b/c?x=1")), "/a/b/");
+        assert_eq!(path_prefix(&u("http://h/a/b/")), "/a/b/");
+        assert_eq!(path_prefix(&u("http://h/")), "/");
+    }
+}
