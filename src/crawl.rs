@@ -71,6 +71,8 @@ struct Site {
     budget: Option<String>,
     robots: RobotsState,
     refusals: Refusals,
+    /// Body bytes archived from this site in this run (for `max_bytes_per_site`).
+    archived_bytes: u64,
 }
 
 impl Site {
@@ -145,6 +147,9 @@ pub struct Crawler {
     fetcher: Fetcher,
     resolver: Resolver,
     scope: Scope,
+    rules: crate::rules::ScopeRules,
+    /// Near-identical pages under ever-new URLs, per site.
+    content_traps: Mutex<crate::traps::ContentTraps>,
     state: Mutex<State>,
     /// Wakes the dispatcher: new work, a finished job, a resolved name, a stop.
     wake: Notify,
@@ -241,6 +246,8 @@ impl Crawler {
         Ok(Crawler {
             recovered_uris: Mutex::new(archived),
             scope: Scope::new(profile.scope.clone(), &profile.seeds),
+            rules: crate::rules::ScopeRules::new(&profile.rules, &profile.scope.include),
+            content_traps: Mutex::new(crate::traps::ContentTraps::default()),
             resolver: Resolver::new(profile.resolve.clone(), profile.politeness.dns_cache),
             fetcher,
             state: Mutex::new(State {
@@ -492,6 +499,7 @@ impl Crawler {
                 budget: None,
                 robots: RobotsState::Unknown,
                 refusals,
+                archived_bytes: 0,
             },
         );
         self.start_resolve(st, origin, Duration::ZERO);
@@ -691,6 +699,12 @@ impl Crawler {
                     continue;
                 }
                 RobotsState::Known(_) => {}
+            }
+            let spent = st.sites.get(&origin).map_or(0, |s| s.archived_bytes);
+            if self.rules.over_byte_budget(spent) {
+                let why = crate::rules::BYTE_BUDGET;
+                self.drop_site_queue(st, &origin, status::BLOCKED_BY_QUOTA, why);
+                continue;
             }
             if let Some(candidate) = self.pop_allowed(st, &origin)? {
                 self.requeue_origin(st, budget, &origin);
@@ -928,7 +942,7 @@ impl Crawler {
                 retry_after: None,
             };
             let location = redirect_target(&f);
-            self.archive(&candidate, &mut f, thread, Vec::new());
+            self.archive(origin, &candidate, &mut f, thread, Vec::new());
             match location {
                 Some(target) if hop < robots::MAX_ROBOTS_REDIRECTS => {
                     candidate = Candidate {
@@ -1035,8 +1049,8 @@ impl Crawler {
             answer: answer_of(f.status),
             retry_after,
         };
-        let (links, directives, text) = self.links_and_directives(&f);
-        let refusal = politeness::refusal_marker(f.status, &f.headers, &text);
+        let page = self.links_and_directives(origin, &f);
+        let refusal = politeness::refusal_marker(f.status, &f.headers, &page.text);
         if self.note_refusal(origin, &f, refusal.as_deref()) && f.status != 403 {
             // A challenge page or a 429 is no answer: try the URL again later.
             self.retry_or_log(origin, candidate, &f, retries_left, thread, "refused");
@@ -1044,28 +1058,37 @@ impl Crawler {
         }
         let transient = f.status == 429 || f.status >= 500 || f.truncated == Some("disconnect");
         if transient && retries_left {
-            self.log_fetched(
-                &candidate,
-                &f,
-                thread,
-                vec![format!("retry:{}", candidate.attempts)],
-            );
+            let note = vec![format!("retry:{}", candidate.attempts)];
+            self.log_fetched(&candidate, &f, thread, note);
             self.retry_later(origin, candidate);
             return pace;
+        }
+        let mut notes = Vec::new();
+        let mut links = page.links;
+        if let Some(trap) = &page.trap {
+            // A page that repeats itself under ever-new URLs: keep it, follow none of its
+            // links but its embeds (replay needs those).
+            notes.push(trap.rule.to_string());
+            links.retain(|l| l.hop == Hop::Embed);
         }
         // Outlinks are made durable before the record is written: after a crash between the
         // two, the page is fetched again (it was never archived) and its links are not lost;
         // after a crash once the record is written, recovery finds the record and the page
         // counts as done, its links already queued.
-        if directives.follow_links() {
+        if page.directives.follow_links() {
             self.queue_links(&candidate, links);
         }
         self.commit();
-        if let Some(reason) = directives.discard_reason() {
-            self.log_fetched(&candidate, &f, thread, vec![reason.to_string()]);
+        let hop = crate::rules::mime_hop(&candidate.path);
+        if let Some(reason) = page.directives.discard_reason() {
+            notes.push(reason.to_string());
+            self.log_fetched(&candidate, &f, thread, notes);
             lock(&self.stats).discarded += 1;
+        } else if !self.rules.mime_kept(f.mime().as_deref(), hop) {
+            notes.push(crate::rules::MIME_NOT_KEPT.to_string());
+            self.log_fetched(&candidate, &f, thread, notes);
         } else {
-            self.archive(&candidate, &mut f, thread, Vec::new());
+            self.archive(origin, &candidate, &mut f, thread, notes);
         }
         self.finished(&candidate.url);
         pace
@@ -1165,7 +1188,7 @@ impl Crawler {
 
     /// Outlinks (HTML links and the redirect target), robots directives (meta + header), and
     /// the decoded start of an HTML body (for challenge-page markers).
-    fn links_and_directives(&self, f: &Fetched) -> (Vec<Outlink>, Directives, Vec<u8>) {
+    fn links_and_directives(&self, origin: &str, f: &Fetched) -> Page {
         let token = &self.profile.robots_token;
         let mut directives = extract::x_robots_tag(&f.header_all("x-robots-tag"), token);
         let mut links = Vec::new();
@@ -1177,6 +1200,7 @@ impl Crawler {
             });
         }
         let mut text = Vec::new();
+        let mut trap = None;
         if !f.payload.is_empty() && is_html(&f.headers) {
             let encoding = f.header("content-encoding");
             let decoded = extract::decode_body(encoding, &f.payload[..], MAX_DECODED_HTML);
@@ -1186,11 +1210,18 @@ impl Crawler {
                 let page = extract::extract_html(&decoded.bytes, charset, &f.url, token);
                 directives.merge(page.directives);
                 links.extend(page.links);
+                let fp = crate::traps::fingerprint(&crate::traps::visible_text(&decoded.bytes));
+                trap = lock(&self.content_traps).observe(origin, &f.url, fp);
             }
             text = decoded.bytes;
             text.truncate(16 * 1024);
         }
-        (links, directives, text)
+        Page {
+            links,
+            directives,
+            text,
+            trap,
+        }
     }
 
     /// Scope-checks and queues the outlinks of a page.
@@ -1210,13 +1241,22 @@ impl Crawler {
                 via: Some(parent.url.clone()),
                 attempts: 0,
             };
-            let decision =
-                self.scope
-                    .decide(&candidate.url, candidate.hops(), link.hop, &parent.url);
-            match decision {
-                Ok(()) => self.enqueue(&mut st, candidate),
-                Err(r) => self.log_unfetched(&candidate, status::OUT_OF_SCOPE, r.annotation()),
+            let decision = self.rules.decide(
+                &self.scope,
+                &candidate.url,
+                candidate.hops(),
+                link.hop,
+                &parent.url,
+            );
+            if let Err(why) = decision {
+                self.log_unfetched(&candidate, status::OUT_OF_SCOPE, why);
+                continue;
             }
+            if let Some(trap) = crate::traps::url_trap(&candidate.url) {
+                self.log_trap(&candidate, &trap);
+                continue;
+            }
+            self.enqueue(&mut st, candidate);
         }
     }
 
@@ -1224,7 +1264,14 @@ impl Crawler {
     /// revisit record when an identical payload was archived before (in this crawl or in an
     /// earlier one the profile names). A record that cannot be written (a full disk, say) stops
     /// the crawl cleanly: it can be resumed once there is room.
-    fn archive(&self, c: &Candidate, f: &mut Fetched, thread: usize, mut notes: Vec<String>) {
+    fn archive(
+        &self,
+        origin: &str,
+        c: &Candidate,
+        f: &mut Fetched,
+        thread: usize,
+        mut notes: Vec<String>,
+    ) {
         if let Some(t) = f.truncated {
             notes.push(format!("truncated:{t}"));
         }
@@ -1235,6 +1282,10 @@ impl Crawler {
                 let mut s = lock(&self.stats);
                 s.archived += 1;
                 s.bytes += f.response.len();
+                drop(s);
+                if let Some(site) = lock(&self.state).sites.get_mut(origin) {
+                    site.archived_bytes += f.payload_len;
+                }
             }
             Ok(Record::Revisit) => {
                 notes.push("duplicate:digest".to_string());
@@ -1299,6 +1350,16 @@ impl Crawler {
         }
         Ok(Record::Full)
     }
+}
+
+/// What a fetched page offers the crawl.
+struct Page {
+    links: Vec<Outlink>,
+    directives: Directives,
+    /// The decoded start of an HTML body (for challenge-page markers).
+    text: Vec<u8>,
+    /// Set when the page repeats pages already seen under ever-new URLs.
+    trap: Option<crate::traps::Trap>,
 }
 
 /// What `archive` wrote.
@@ -1371,6 +1432,19 @@ impl Crawler {
             thread,
             annotations,
             extra: Some(serde_json::json!({ "error": e.to_string() })),
+            ..Entry::default()
+        });
+    }
+
+    /// A URL dropped as a crawler trap: out of scope, with the rule and what it saw.
+    fn log_trap(&self, c: &Candidate, trap: &crate::traps::Trap) {
+        self.write_log(Entry {
+            status: status::OUT_OF_SCOPE,
+            uri: c.url.as_str(),
+            path: &c.path,
+            via: c.via.as_ref().map(Url::as_str),
+            annotations: vec![trap.rule.to_string()],
+            extra: Some(serde_json::json!({ "trap": trap.detail })),
             ..Entry::default()
         });
     }

@@ -43,10 +43,11 @@ impl Candidate {
 }
 
 /// The key that decides whether two URLs are the same for the seen-set: the URL without its
-/// fragment, as the url crate normalises it (case of scheme and host, default port, dot segments,
-/// percent-encoding of unsafe characters).
+/// fragment and session ids, as the url crate normalises it (case of scheme and host, default
+/// port, dot segments, percent-encoding of unsafe characters).
 pub fn seen_key(url: &Url) -> String {
-    let mut u = url.clone();
+    // Session ids make endless variants of one page: they do not make a URL new.
+    let mut u = crate::traps::strip_session_ids(url);
     u.set_fragment(None);
     u.into()
 }

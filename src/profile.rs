@@ -11,6 +11,7 @@ use regex::Regex;
 use serde::Deserialize;
 use url::Url;
 
+use crate::rules::{self, MimeRule};
 use crate::warc::WarcVersion;
 
 /// The politeness floor for hosts that are not on loopback: no profile may go below it.
@@ -81,6 +82,10 @@ struct RawScope {
     include: Vec<String>,
     exclude: Vec<String>,
     embeds_off_site: bool,
+    surt_prefixes: Vec<String>,
+    max_path_depth: i64,
+    max_bytes_per_site: i64,
+    keep_mime: Vec<String>,
 }
 
 impl Default for RawScope {
@@ -91,6 +96,10 @@ impl Default for RawScope {
             include: Vec::new(),
             exclude: Vec::new(),
             embeds_off_site: false,
+            surt_prefixes: Vec::new(),
+            max_path_depth: 20,
+            max_bytes_per_site: 0,
+            keep_mime: vec!["embeds".to_string()],
         }
     }
 }
@@ -200,6 +209,8 @@ pub struct Profile {
     pub agent_token: String,
     pub operator: String,
     pub scope: ScopeSettings,
+    /// The `[scope]` rules applied by `crate::rules::ScopeRules`.
+    pub rules: RuleSettings,
     pub politeness: PolitenessSettings,
     pub obey_robots: bool,
     /// Why robots.txt is not obeyed (required when `obey_robots` is false).
@@ -227,6 +238,30 @@ pub struct ScopeSettings {
     pub include: Vec<Regex>,
     pub exclude: Vec<Regex>,
     pub embeds_off_site: bool,
+}
+
+/// Scope rules beyond [`ScopeSettings`], in the same `[scope]` table (see `crate::rules`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleSettings {
+    /// Matched prefixes (`http://(com,example,)/docs/`), already normalised.
+    pub surt_prefixes: Vec<String>,
+    /// Most path segments a URL may have; 0 = no limit.
+    pub max_path_depth: u32,
+    /// Bytes a site may archive before it stops; 0 = no limit.
+    pub max_bytes_per_site: u64,
+    /// Which non-HTML responses are written to the WARC.
+    pub keep_mime: Vec<MimeRule>,
+}
+
+impl Default for RuleSettings {
+    fn default() -> Self {
+        RuleSettings {
+            surt_prefixes: Vec::new(),
+            max_path_depth: 20,
+            max_bytes_per_site: 0,
+            keep_mime: vec![MimeRule::Embeds],
+        }
+    }
 }
 
 /// How long to wait between requests to one host.
@@ -301,7 +336,7 @@ impl Profile {
         format!(
             "# effective settings of {}\n[crawl]\nname = {:?}\nseeds = [{}]\nsites_at_once = {}\n\n\
              [identity]\nuser_agent = {:?}\n# robots.txt product token: {}\noperator = {:?}\n\n\
-             [scope]\nmax_hops = {}\nmax_pages_per_site = {}\ninclude = {}\nexclude = {}\nembeds_off_site = {}\n\n\
+             [scope]\nmax_hops = {}\nmax_pages_per_site = {}\ninclude = {}\nexclude = {}\nembeds_off_site = {}\n{}\n\
                           [politeness]\nmin_delay = {}\ndelay_factor = {}\nmax_delay = {}\nmax_crawl_delay = {}\nmax_retries = {}\n\
              budget = {:?}\nrefusals_before_suspend = {}\nsuspend_hours = {}\ndns_cache_seconds = {}\n\n\
              [robots]\nobey = {}\nreason = {:?}\n# robots.txt product token: {}\n\n[limits]\nmax_body_bytes = {}\ntimeout = {}\n\n\
@@ -318,6 +353,7 @@ impl Profile {
             list(&s.include),
             list(&s.exclude),
             s.embeds_off_site,
+            self.describe_rules(),
             p.min_delay.as_secs_f64(),
             p.delay_factor,
             p.max_delay.as_secs_f64(),
@@ -353,6 +389,22 @@ impl Profile {
             .map(|p| format!("{:?}", p.display().to_string()))
             .collect();
         format!("\n[dedup]\nprevious = [{}]\n", paths.join(", "))
+    }
+
+    /// The `[scope]` keys of [`RuleSettings`], one per line.
+    fn describe_rules(&self) -> String {
+        let r = &self.rules;
+        let quoted = |items: Vec<String>| {
+            let items: Vec<String> = items.iter().map(|i| format!("{i:?}")).collect();
+            format!("[{}]", items.join(", "))
+        };
+        format!(
+            "surt_prefixes = {}\nmax_path_depth = {}\nmax_bytes_per_site = {}\nkeep_mime = {}\n",
+            quoted(r.surt_prefixes.clone()),
+            r.max_path_depth,
+            r.max_bytes_per_site,
+            quoted(r.keep_mime.iter().map(MimeRule::to_string).collect()),
+        )
     }
 
     fn describe_resolve(&self) -> String {
@@ -492,6 +544,7 @@ impl Checker<'_> {
             unrestricted_identity(&user_agent, &robots_token)
         };
         let scope = self.scope(&raw.scope)?;
+        let rules = self.scope_rules(&raw.scope)?;
         let sites_at_once = self.positive("crawl.sites_at_once", raw.crawl.sites_at_once)?;
         if raw.crawl.name.trim().is_empty() || raw.crawl.name.contains(['\r', '\n']) {
             return Err(self.error("crawl.name", "must be a non-empty single line"));
@@ -540,6 +593,7 @@ impl Checker<'_> {
             agent_token,
             operator: raw.identity.operator.trim().to_string(),
             scope,
+            rules,
             politeness,
             obey_robots: raw.robots.obey,
             unrestricted_reason: if raw.robots.obey {
@@ -737,6 +791,44 @@ impl Checker<'_> {
         })
     }
 
+    /// `surt_prefixes`, `max_path_depth`, `max_bytes_per_site` and `keep_mime` of `[scope]`.
+    fn scope_rules(&self, raw: &RawScope) -> Result<RuleSettings, ProfileError> {
+        let surt_prefixes = raw
+            .surt_prefixes
+            .iter()
+            .map(|p| rules::parse_surt_prefix(p).map_err(|m| self.error("scope.surt_prefixes", m)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let keep_mime = raw
+            .keep_mime
+            .iter()
+            .map(|m| rules::parse_mime_rule(m).map_err(|e| self.error("scope.keep_mime", e)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let max_path_depth = u32::try_from(raw.max_path_depth).map_err(|_| {
+            self.error(
+                "scope.max_path_depth",
+                format!(
+                    "must be a whole number of path segments, 0 for no limit, not {}",
+                    raw.max_path_depth
+                ),
+            )
+        })?;
+        let max_bytes_per_site = u64::try_from(raw.max_bytes_per_site).map_err(|_| {
+            self.error(
+                "scope.max_bytes_per_site",
+                format!(
+                    "must be a whole number of bytes, 0 for no limit, not {}",
+                    raw.max_bytes_per_site
+                ),
+            )
+        })?;
+        Ok(RuleSettings {
+            surt_prefixes,
+            max_path_depth,
+            max_bytes_per_site,
+            keep_mime,
+        })
+    }
+
     fn positive(&self, key: &str, value: i64) -> Result<u64, ProfileError> {
         u64::try_from(value)
             .ok()
@@ -909,6 +1001,62 @@ min_delay = 0.5
         assert_eq!(e.line, 10);
         let budget = format!("{GOOD}budget = \"server\"\n");
         assert_eq!(parse(&budget).unwrap_err().key, "politeness.budget");
+    }
+
+    #[test]
+    fn scope_rules_defaults_and_values() {
+        let p = parse(GOOD).unwrap();
+        assert_eq!(p.rules, RuleSettings::default());
+        assert_eq!(p.rules.max_path_depth, 20);
+        assert_eq!(p.rules.keep_mime, vec![MimeRule::Embeds]);
+        let src = format!(
+            "{GOOD}[scope]\nsurt_prefixes = [\"example.com\", \"https://(org,site,)/docs/\"]\n\
+             max_path_depth = 0\nmax_bytes_per_site = 5000000\n\
+             keep_mime = [\"embeds\", \"application/pdf\", \"!video/*\"]\n"
+        );
+        let p = parse(&src).unwrap();
+        assert_eq!(
+            p.rules.surt_prefixes,
+            ["http://(com,example,", "http://(org,site,)/docs/"]
+        );
+        assert_eq!(p.rules.max_path_depth, 0);
+        assert_eq!(p.rules.max_bytes_per_site, 5_000_000);
+        assert_eq!(p.rules.keep_mime.len(), 3);
+        let text = p.describe();
+        assert!(
+            text.contains("embeds_off_site = false\nsurt_prefixes = [\"http://(com,example,\""),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "keep_mime = [\"embeds\", \"application/pdf\", \"!video/*\"]\n\n[politeness]"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn bad_scope_rules_name_file_line_and_key() {
+        for (line, key) in [
+            (
+                "surt_prefixes = [\"ftp://example.com/\"]",
+                "scope.surt_prefixes",
+            ),
+            ("surt_prefixes = [\"(com,example,\"]", "scope.surt_prefixes"),
+            ("max_path_depth = -1", "scope.max_path_depth"),
+            ("max_bytes_per_site = -5", "scope.max_bytes_per_site"),
+            ("keep_mime = [\"embeds\", \"pdf\"]", "scope.keep_mime"),
+            ("max_path_depth = \"deep\"", "scope.max_path_depth"),
+            ("keep_mimes = []", "scope.keep_mimes"),
+        ] {
+            let src = format!("{GOOD}[scope]\nmax_hops = 3\n{line}\n");
+            let e = parse(&src).unwrap_err();
+            assert_eq!((e.key.as_str(), e.line), (key, 11), "{line}: {e}");
+            assert_eq!(e.file, "/p/site.toml");
+        }
+        let src = format!("{GOOD}[scope]\nkeep_mime = [\"text/\"]\n");
+        let e = parse(&src).unwrap_err();
+        assert!(e.message.contains("\"text/\""), "{e}");
     }
 
     #[test]

@@ -38,6 +38,7 @@ max_pages_per_site = 1000
 include = []
 exclude = []
 embeds_off_site = {embeds}
+keep_mime = ["*/*"]
 
 [politeness]
 min_delay = 0.0
