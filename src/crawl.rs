@@ -30,9 +30,12 @@ use crate::runlog::{RefusalLog, RunLog, SiteBook};
 use crate::scope::{origin_of, Scope};
 use crate::warc::{Exchange, Revisit, WarcSettings, WarcWriter};
 
-/// Added to every pause, so that a server timing our requests with its own clock (which saw
-/// its answer end a little after we did) never measures less than the promised delay.
-const CLOCK_MARGIN: Duration = Duration::from_millis(5);
+/// A little is added to every pause, so that a server timing our requests with its own clock
+/// (which saw its answer end a little after we did) never measures less than the promised
+/// delay: 2% of the pause, at most 5 ms, nothing when the pause is zero (loopback benchmarks).
+fn clock_margin(pause: Duration) -> Duration {
+    (pause / 50).min(Duration::from_millis(5))
+}
 
 /// Decoded HTML larger than this is cut before link extraction (decompression bombs).
 const MAX_DECODED_HTML: usize = 50 << 20;
@@ -168,6 +171,8 @@ pub struct Crawler {
     resolve_tx: tokio::sync::mpsc::UnboundedSender<ResolveRequest>,
     /// Set by Ctrl-C or a fatal error: no new job starts; jobs in flight finish.
     stopping: AtomicBool,
+    /// Set by Ctrl-C or SIGTERM (not by errors): the run ends with exit code 130.
+    interrupted: AtomicBool,
     /// Why the crawl had to stop, if it did not end normally.
     fatal: Mutex<Option<String>>,
 }
@@ -269,6 +274,7 @@ impl Crawler {
             progress: Progress::new(),
             resolve_tx,
             stopping: AtomicBool::new(false),
+            interrupted: AtomicBool::new(false),
             fatal: Mutex::new(None),
             profile,
         })
@@ -294,7 +300,7 @@ impl Crawler {
             }
         }
         stats.suspended.sort();
-        stats.interrupted = self.stopping.load(Ordering::SeqCst);
+        stats.interrupted = self.interrupted.load(Ordering::SeqCst);
         self.write_report(&stats, true);
         if let Err(e) = lock(&self.book).save() {
             self.runlog
@@ -340,22 +346,39 @@ fn spawn_reports(crawler: Arc<Crawler>) -> tokio::task::JoinHandle<()> {
     })
 }
 
-/// First Ctrl-C: finish the exchanges in flight, close the WARC files, stop. Second: stop at
-/// once; every record already written is a complete gzip member and stays readable.
+/// First Ctrl-C (or SIGTERM): finish the exchanges in flight, close the WARC files, stop.
+/// Second: stop at once; every record already written is a complete gzip member and stays
+/// readable, and the next run closes the `.open` file properly.
 fn watch_ctrl_c(crawler: Arc<Crawler>) {
     tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_err() {
+        let mut term =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        if !stop_signal(&mut term).await {
             return;
         }
         eprintln!(
             "\narchiver: stopping after the requests in flight (Ctrl-C again to stop at once)"
         );
+        crawler.interrupted.store(true, Ordering::SeqCst);
         crawler.stop();
-        if tokio::signal::ctrl_c().await.is_ok() {
+        if stop_signal(&mut term).await {
             eprintln!("archiver: stopped at once; the WARC being written keeps its .open name");
             std::process::exit(130);
         }
     });
+}
+
+/// Waits for Ctrl-C or SIGTERM; false when no signal can be listened for.
+async fn stop_signal(term: &mut Option<tokio::signal::unix::Signal>) -> bool {
+    match term.as_mut() {
+        Some(t) => {
+            tokio::select! {
+                r = tokio::signal::ctrl_c() => r.is_ok(),
+                r = t.recv() => r.is_some(),
+            }
+        }
+        None => tokio::signal::ctrl_c().await.is_ok(),
+    }
 }
 
 /// The payload digests already archived: earlier crawls' CDXJ named by the profile, and this
@@ -778,8 +801,11 @@ impl Crawler {
             st.backoff.remove(budget);
         }
         let more = st.budgets.get(budget).is_some_and(|l| !l.is_empty());
-        st.sched
-            .release(&budget.to_string(), pace.end + pause + CLOCK_MARGIN, more);
+        st.sched.release(
+            &budget.to_string(),
+            pace.end + pause + clock_margin(pause),
+            more,
+        );
         let queued = st.frontier.total_queued();
         drop(st);
         self.wake.notify_one();
@@ -1084,7 +1110,10 @@ impl Crawler {
             notes.push(reason.to_string());
             self.log_fetched(&candidate, &f, thread, notes);
             lock(&self.stats).discarded += 1;
-        } else if !self.rules.mime_kept(f.mime().as_deref(), hop) {
+        } else if (200..300).contains(&f.status) && !self.rules.mime_kept(f.mime().as_deref(), hop)
+        {
+            // Only successful answers are filtered by type: redirects, 404s and errors are the
+            // site's answer and are always archived.
             notes.push(crate::rules::MIME_NOT_KEPT.to_string());
             self.log_fetched(&candidate, &f, thread, notes);
         } else {

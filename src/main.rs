@@ -107,7 +107,13 @@ fn crawl(path: PathBuf) -> ExitCode {
             if let Err(e) = std::fs::write(out.join("summary.txt"), &summary) {
                 eprintln!("archiver: cannot write summary.txt: {e}");
             }
-            ExitCode::SUCCESS
+            // 130, as for any program stopped by Ctrl-C: scripts can tell an interrupted crawl
+            // (resumable) from one that ended.
+            if stats.interrupted {
+                ExitCode::from(130)
+            } else {
+                ExitCode::SUCCESS
+            }
         }
         Err(e) => {
             eprintln!("archiver: {e:#}");
