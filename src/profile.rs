@@ -442,7 +442,6 @@ impl Checker<'_> {
         let Ok(doc) = self.source.parse::<toml_edit::ImDocument<String>>() else {
             return 0;
         };
-        let mut item: Option<&toml_edit::Item> = None;
         let mut table = doc.as_table();
         let mut span = None;
         // Only the first dot separates table and key: `resolve.site-a.test` names a host.
@@ -451,13 +450,11 @@ impl Checker<'_> {
                 break;
             };
             span = k.span().or_else(|| it.span());
-            item = Some(it);
             match it.as_table() {
                 Some(t) => table = t,
                 None => break,
             }
         }
-        let _ = item;
         span.map(|s| self.line_at(s.start)).unwrap_or(0)
     }
 
