@@ -21,7 +21,7 @@ use crate::crawllog::{status, CrawlLog, Entry};
 use crate::dns::Resolver;
 use crate::extract::{self, Directives, Hop, Outlink};
 use crate::fetch::{FetchError, FetchSettings, Fetched, Fetcher};
-use crate::frontier::{Candidate, Frontier, FrontierError, MemoryFrontier};
+use crate::frontier::{Candidate, Frontier, FrontierError};
 use crate::politeness::{self, Answer, Next, Refusals, Scheduler};
 use crate::profile::{BudgetKind, Profile};
 use crate::report::{Progress, Stats};
@@ -214,6 +214,7 @@ impl Crawler {
             .with_context(|| format!("cannot open {}", log_path.display()))?;
         let refusals_log = RefusalLog::open(&out.join("refusals.log"))?;
         let digests = load_digests(&profile)?;
+        let frontier = open_frontier(&profile)?;
         let runlog = RunLog::open(&out.join("run.log"))?;
         let book = SiteBook::load(&out.join("state").join("sites.json"))?;
         let fetcher = Fetcher::new(FetchSettings {
@@ -260,7 +261,7 @@ impl Crawler {
                 budgets: HashMap::new(),
                 backoff: HashMap::new(),
                 sites: HashMap::new(),
-                frontier: Box::new(MemoryFrontier::default()),
+                frontier,
                 resolving: 0,
             }),
             wake: Notify::new(),
@@ -379,6 +380,19 @@ async fn stop_signal(term: &mut Option<tokio::signal::unix::Signal>) -> bool {
         }
         None => tokio::signal::ctrl_c().await.is_ok(),
     }
+}
+
+/// The crawl's frontier: an SQLite database in `OUT/state/`, so a crawl survives a crash and a
+/// later run of the same profile picks it up. The database refuses another profile's crawl.
+fn open_frontier(p: &Profile) -> anyhow::Result<Box<dyn Frontier>> {
+    let identity = crate::store::CrawlIdentity {
+        name: p.name.clone(),
+        seeds: p.seeds.iter().map(|u| u.to_string()).collect(),
+    };
+    let state = p.output_dir.join("state");
+    let store = crate::store::SqliteFrontier::open(&state, &identity)
+        .with_context(|| format!("cannot use the crawl state in {}", state.display()))?;
+    Ok(Box::new(store))
 }
 
 /// The payload digests already archived: earlier crawls' CDXJ named by the profile, and this

@@ -20,5 +20,6 @@ pub mod rules;
 pub mod runlog;
 pub mod scope;
 pub mod spool;
+pub mod store;
 pub mod traps;
 pub mod warc;

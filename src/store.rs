@@ -1,0 +1,1467 @@
+//! The durable frontier: per-site queues, the seen-set and the in-flight list of a crawl in one
+//! SQLite file, `STATE/frontier.sqlite`, so a crawl of days survives a crash, a reboot or Ctrl-C.
+//!
+//! It behaves exactly like [`MemoryFrontier`](crate::frontier::MemoryFrontier) (the tests run the
+//! same checks on both); what it adds is that the state of the last [`Frontier::commit`] is what
+//! the next run finds.
+//!
+//! # Durability
+//! Every change goes into one open transaction that [`Frontier::commit`] closes; the crawl
+//! commits once per finished URL, right after its WARC record is written. The database runs in
+//! WAL mode with `synchronous=NORMAL`:
+//! - a **process crash** (panic, SIGKILL, OOM kill) loses nothing committed: a commit has handed
+//!   its pages to the operating system before `commit` returns. What was not committed (the URL in
+//!   progress and the links found since the last commit) is rolled back, so the next run finds
+//!   the exact state of the last finished URL;
+//! - a **power loss or kernel crash** can lose the last commits, those made since the WAL was last
+//!   synced to disk (it is synced at every checkpoint, i.e. about every 4 MB of changes; at most
+//!   a few thousand finished URLs). The database is never left corrupt: it comes back at an
+//!   earlier commit, so URLs finished in the lost commits are queued or in flight again and get
+//!   fetched a second time; nothing queued is lost.
+//!
+//! # Layout (format 1)
+//! - `meta(key, value)`: format version and the crawl identity (profile name and seeds), so a
+//!   state folder is never resumed by another profile.
+//! - `sites(id, origin, accepted, pages, embeds)`: one row per site; the counters are kept in
+//!   memory (they are read at every scheduling step) and written back at `commit`.
+//! - `queue(seq, site, kind, url, path, via, attempts)`: `seq` is an AUTOINCREMENT key, so
+//!   order within a site is push order; the index `(site, kind, seq)` makes `pop` one index seek
+//!   (kind 0 = page, 1 = embed, so pages come first).
+//! - `seen(h, key)`: the seen-set, keyed by a 64-bit hash of [`seen_key`] (the table's rowid)
+//!   with the full key kept beside it; the rare key whose hash is taken by another key goes to
+//!   `seen_more(key)`. Measured against a `WITHOUT ROWID` table keyed by the text itself, see
+//!   [`SEEN_LAYOUT_NOTE`].
+//! - `flight(key, site, url, path, via, attempts)`: candidates popped but not finished.
+
+use std::collections::HashMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension};
+use sha1::{Digest, Sha1};
+use url::Url;
+
+use crate::extract::Hop;
+use crate::frontier::{seen_key, Candidate, Frontier, FrontierError};
+
+/// The database file inside a crawl's state folder.
+pub const FILE_NAME: &str = "frontier.sqlite";
+
+/// Bumped whenever the tables change meaning; an older or newer file is refused, not guessed at.
+const FORMAT_VERSION: i64 = 1;
+
+/// `PRAGMA application_id` of our files ("ArcF"), so `file(1)` and we can tell them apart.
+const APPLICATION_ID: i32 = 0x4172_6346;
+
+/// Page cache of the connection, in KiB. Inserts into the seen-set and the queue touch random
+/// pages of large B-trees; a bigger cache saves reads but is resident memory (target: the whole
+/// process under 500 MB at 10^7 queued URLs). Chosen by `tools/bench/frontier.sh`.
+const CACHE_KIB: i64 = 64 * 1024;
+
+/// Why the seen-set is keyed by a hash; figures from `tools/bench/frontier.sh`.
+pub const SEEN_LAYOUT_NOTE: &str = "see tools/bench/frontier.sh";
+
+const SCHEMA: &str = "
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE sites (
+    id INTEGER PRIMARY KEY,
+    origin TEXT NOT NULL UNIQUE,
+    accepted INTEGER NOT NULL DEFAULT 0,
+    pages INTEGER NOT NULL DEFAULT 0,
+    embeds INTEGER NOT NULL DEFAULT 0,
+    next_seq INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE queue (
+    site INTEGER NOT NULL,
+    kind INTEGER NOT NULL,
+    seq INTEGER NOT NULL,
+    url TEXT NOT NULL,
+    path TEXT NOT NULL,
+    via TEXT,
+    attempts INTEGER NOT NULL,
+    PRIMARY KEY (site, kind, seq)
+) WITHOUT ROWID;
+CREATE TABLE seen (h INTEGER PRIMARY KEY, key TEXT NOT NULL);
+CREATE TABLE seen_more (key TEXT PRIMARY KEY) WITHOUT ROWID;
+CREATE TABLE seen_text (key TEXT PRIMARY KEY) WITHOUT ROWID;
+CREATE TABLE flight (
+    key TEXT PRIMARY KEY,
+    site TEXT NOT NULL,
+    url TEXT NOT NULL,
+    path TEXT NOT NULL,
+    via TEXT,
+    attempts INTEGER NOT NULL
+) WITHOUT ROWID;
+";
+
+/// Which crawl a state folder belongs to: the profile's name and seeds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CrawlIdentity {
+    pub name: String,
+    pub seeds: Vec<String>,
+}
+
+impl CrawlIdentity {
+    /// Seeds compared as a set: reordering or repeating seeds in the profile is the same crawl.
+    fn seed_set(&self) -> Vec<&str> {
+        let mut s: Vec<&str> = self.seeds.iter().map(String::as_str).collect();
+        s.sort_unstable();
+        s.dedup();
+        s
+    }
+
+    fn same_crawl(&self, other: &CrawlIdentity) -> bool {
+        self.name == other.name && self.seed_set() == other.seed_set()
+    }
+
+    /// `"name" (seeds: a, b, c, … 12 in all)`, short enough for an error message.
+    fn describe(&self) -> String {
+        const SHOWN: usize = 3;
+        let mut seeds = self
+            .seeds
+            .iter()
+            .take(SHOWN)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", ");
+        if self.seeds.len() > SHOWN {
+            seeds.push_str(&format!(", … {} in all", self.seeds.len()));
+        }
+        format!("\"{}\" (seeds: {seeds})", self.name)
+    }
+}
+
+/// In-memory copy of a `sites` row: `queued`, `total_queued` and `accepted` are asked at every
+/// scheduling step and must not cost a query.
+#[derive(Debug, Clone)]
+struct SiteRow {
+    id: i64,
+    accepted: u64,
+    pages: usize,
+    embeds: usize,
+    /// Sequence number of the site's next queued URL.
+    next_seq: i64,
+    /// Changed since the last commit: written back to `sites` then.
+    dirty: bool,
+}
+
+impl SiteRow {
+    fn queued(&self) -> usize {
+        self.pages + self.embeds
+    }
+}
+
+/// Seen-set layout (experiment only: both are measured by the bench).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SeenLayout {
+    Hash,
+    Text,
+}
+
+/// A frontier kept in SQLite: see the module documentation.
+pub struct SqliteFrontier {
+    conn: Connection,
+    path: PathBuf,
+    sites: HashMap<String, SiteRow>,
+    /// Origins whose row is dirty, so `commit` does not walk every site.
+    dirty: Vec<String>,
+    total: usize,
+    /// Rows in `flight`, so `push` skips the delete when nothing is in flight.
+    flying: usize,
+    /// A transaction is open (changes since the last commit).
+    in_tx: bool,
+    /// Set by the first failed write: the transaction was rolled back and the in-memory counters
+    /// no longer match the file, so every later call fails too rather than commit half a change.
+    broken: Option<String>,
+    layout: SeenLayout,
+}
+
+impl std::fmt::Debug for SqliteFrontier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteFrontier")
+            .field("path", &self.path)
+            .field("sites", &self.sites.len())
+            .field("total", &self.total)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Page or embed: embeds (last hop `E`) wait until the site's pages are fetched.
+fn kind_of(c: &Candidate) -> i64 {
+    i64::from(c.last_hop() == Some(Hop::Embed.letter()))
+}
+
+/// 64 bits of SHA-1: stable across Rust releases and machines (the std hasher is not), and
+/// evenly spread, so the seen-set's B-tree keys are 8-byte integers instead of whole URLs.
+fn key_hash(key: &str) -> i64 {
+    let d = Sha1::digest(key.as_bytes());
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&d[..8]);
+    i64::from_be_bytes(b)
+}
+
+/// Turns an SQLite error into a message that says which file, what we were doing and what to do.
+fn db_error(path: &Path, doing: &str, e: &rusqlite::Error) -> FrontierError {
+    let hint = match e.sqlite_error_code() {
+        Some(ErrorCode::DiskFull) => {
+            " (disk full: free some space, then run the crawl again; it resumes from the last \
+             finished URL)"
+        }
+        Some(ErrorCode::NotADatabase) | Some(ErrorCode::DatabaseCorrupt) => {
+            " (the file is corrupt or is not an archiver frontier)"
+        }
+        Some(ErrorCode::DatabaseBusy) | Some(ErrorCode::DatabaseLocked) => {
+            " (another process is using this state folder)"
+        }
+        Some(ErrorCode::ReadOnly)
+        | Some(ErrorCode::PermissionDenied)
+        | Some(ErrorCode::CannotOpen) => " (the state folder or file is not writable)",
+        _ => "",
+    };
+    FrontierError(format!("{}: {doing}: {e}{hint}", path.display()))
+}
+
+fn plain_error(path: &Path, msg: impl std::fmt::Display) -> FrontierError {
+    FrontierError(format!("{}: {msg}", path.display()))
+}
+
+/// A queue or flight row read back; parsed into a [`Candidate`] outside the row callback so a bad
+/// URL is our error, not SQLite's.
+struct RawCandidate {
+    url: String,
+    path: String,
+    via: Option<String>,
+    attempts: i64,
+}
+
+impl RawCandidate {
+    fn from_row(row: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<RawCandidate> {
+        Ok(RawCandidate {
+            url: row.get(first)?,
+            path: row.get(first + 1)?,
+            via: row.get(first + 2)?,
+            attempts: row.get(first + 3)?,
+        })
+    }
+
+    fn parse(self, db: &Path) -> Result<Candidate, FrontierError> {
+        let bad =
+            |what: &str, v: &str| plain_error(db, format!("corrupt {what} {v:?} in the queue"));
+        let url = Url::parse(&self.url).map_err(|_| bad("URL", &self.url))?;
+        let via = match self.via {
+            Some(v) => Some(Url::parse(&v).map_err(|_| bad("via URL", &v))?),
+            None => None,
+        };
+        let attempts = u32::try_from(self.attempts)
+            .map_err(|_| bad("attempt count", &self.attempts.to_string()))?;
+        Ok(Candidate {
+            url,
+            path: self.path,
+            via,
+            attempts,
+        })
+    }
+}
+
+impl SqliteFrontier {
+    /// Opens the frontier of a crawl in `state_dir` (created if missing), or starts a new one.
+    ///
+    /// Refuses, with an error naming the file: a folder that cannot be written, a file that is
+    /// not SQLite or is SQLite without our tables, a format this build does not know, a state
+    /// folder of another crawl (different name or seeds; both are named), and a folder another
+    /// process has open (the file is locked for as long as this frontier lives).
+    pub fn open(
+        state_dir: &Path,
+        identity: &CrawlIdentity,
+    ) -> Result<SqliteFrontier, FrontierError> {
+        let layout = match std::env::var("ARCHIVER_SEEN_LAYOUT").as_deref() {
+            Ok("text") => SeenLayout::Text,
+            _ => SeenLayout::Hash,
+        };
+        let path = state_dir.join(FILE_NAME);
+        prepare_folder(state_dir)?;
+        check_header(&path)?;
+        let conn = Connection::open_with_flags(
+            &path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_CREATE
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|e| db_error(&path, "cannot open", &e))?;
+        let err = |doing: &'static str| {
+            let p = path.clone();
+            move |e: rusqlite::Error| db_error(&p, doing, &e)
+        };
+        configure(&conn).map_err(err("cannot set up the database"))?;
+        if conn.is_readonly("main").map_err(err("cannot open"))? {
+            return Err(plain_error(&path, "the file is read-only"));
+        }
+        let tables: i64 = conn
+            .query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get(0))
+            .map_err(err("cannot read"))?;
+        if tables == 0 {
+            create(&conn, identity).map_err(err("cannot create the frontier"))?;
+        } else {
+            check_identity(&conn, &path, state_dir, identity)?;
+        }
+        let mut f = SqliteFrontier {
+            conn,
+            path: path.clone(),
+            sites: HashMap::new(),
+            dirty: Vec::new(),
+            total: 0,
+            flying: 0,
+            in_tx: false,
+            broken: None,
+            layout,
+        };
+        if let Err(e) = f.load() {
+            return Err(db_error(&f.path, "cannot read the frontier", &e));
+        }
+        Ok(f)
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Loads the site counters and the in-flight count (one row per site, not per URL).
+    fn load(&mut self) -> rusqlite::Result<()> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, origin, accepted, pages, embeds, next_seq FROM sites")?;
+        let rows = stmt.query_map([], |r| {
+            Ok((
+                r.get::<_, String>(1)?,
+                SiteRow {
+                    id: r.get(0)?,
+                    accepted: r.get::<_, i64>(2)?.max(0) as u64,
+                    pages: r.get::<_, i64>(3)?.max(0) as usize,
+                    embeds: r.get::<_, i64>(4)?.max(0) as usize,
+                    next_seq: r.get(5)?,
+                    dirty: false,
+                },
+            ))
+        })?;
+        for row in rows {
+            let (origin, site) = row?;
+            self.total += site.queued();
+            self.sites.insert(origin, site);
+        }
+        drop(stmt);
+        let flying: i64 = self
+            .conn
+            .query_row("SELECT count(*) FROM flight", [], |r| r.get(0))?;
+        self.flying = flying.max(0) as usize;
+        Ok(())
+    }
+
+    /// Runs one change inside the open transaction (opening it if needed). On failure the
+    /// transaction is rolled back and the frontier refuses every later call: the file then holds
+    /// exactly the last commit, which the next run resumes from.
+    fn change<T>(
+        &mut self,
+        doing: &str,
+        f: impl FnOnce(&mut Self) -> Result<T, FrontierError>,
+    ) -> Result<T, FrontierError> {
+        if let Some(why) = &self.broken {
+            return Err(plain_error(
+                &self.path,
+                format!("stopped after an earlier error: {why}"),
+            ));
+        }
+        let result = self.begin(doing).and_then(|()| f(self));
+        if let Err(e) = &result {
+            self.broken = Some(e.0.clone());
+            if !self.conn.is_autocommit() {
+                // Best effort: SQLite may have rolled back already (disk full does).
+                let _ = self.conn.execute_batch("ROLLBACK");
+            }
+            self.in_tx = false;
+        }
+        result
+    }
+
+    fn begin(&mut self, doing: &str) -> Result<(), FrontierError> {
+        if !self.in_tx {
+            self.conn
+                .execute_batch("BEGIN IMMEDIATE")
+                .map_err(|e| db_error(&self.path, doing, &e))?;
+            self.in_tx = true;
+        }
+        Ok(())
+    }
+
+    fn sql(&self, doing: &str) -> impl Fn(rusqlite::Error) -> FrontierError + '_ {
+        let doing = doing.to_string();
+        move |e| db_error(&self.path, &doing, &e)
+    }
+
+    /// The row id of a site, inserting its row on first use.
+    fn site_id(&mut self, origin: &str) -> Result<i64, FrontierError> {
+        if let Some(s) = self.sites.get(origin) {
+            return Ok(s.id);
+        }
+        self.conn
+            .prepare_cached("INSERT INTO sites (origin) VALUES (?1)")
+            .and_then(|mut s| s.execute([origin]))
+            .map_err(self.sql("cannot add a site"))?;
+        let id = self.conn.last_insert_rowid();
+        self.sites.insert(
+            origin.to_string(),
+            SiteRow {
+                id,
+                accepted: 0,
+                pages: 0,
+                embeds: 0,
+                next_seq: 0,
+                dirty: false,
+            },
+        );
+        Ok(id)
+    }
+
+    /// The site's counters, marked to be written back at the next commit.
+    fn site_mut(&mut self, origin: &str) -> Option<&mut SiteRow> {
+        let s = self.sites.get_mut(origin)?;
+        if !s.dirty {
+            s.dirty = true;
+            self.dirty.push(origin.to_string());
+        }
+        Some(s)
+    }
+
+    /// Takes a URL off the in-flight list (if it is there).
+    fn land(&mut self, key: &str) -> Result<(), FrontierError> {
+        if self.flying == 0 {
+            return Ok(());
+        }
+        let n = self
+            .conn
+            .prepare_cached("DELETE FROM flight WHERE key = ?1")
+            .and_then(|mut s| s.execute([key]))
+            .map_err(self.sql("cannot update the in-flight list"))?;
+        self.flying -= n;
+        Ok(())
+    }
+
+    fn enqueue(&mut self, site: &str, c: &Candidate, doing: &str) -> Result<(), FrontierError> {
+        self.land(&seen_key(&c.url))?;
+        let id = self.site_id(site)?;
+        let kind = kind_of(c);
+        let seq = self.site_mut(site).map_or(0, |s| {
+            s.next_seq += 1;
+            s.next_seq - 1
+        });
+        self.conn
+            .prepare_cached(
+                "INSERT INTO queue (site, kind, seq, url, path, via, attempts) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )
+            .and_then(|mut s| {
+                s.execute(params![
+                    id,
+                    kind,
+                    seq,
+                    c.url.as_str(),
+                    c.path,
+                    c.via.as_ref().map(Url::as_str),
+                    i64::from(c.attempts)
+                ])
+            })
+            .map_err(self.sql(doing))?;
+        if let Some(s) = self.site_mut(site) {
+            if kind == 0 {
+                s.pages += 1;
+            } else {
+                s.embeds += 1;
+            }
+        }
+        self.total += 1;
+        Ok(())
+    }
+
+    fn seen_hash(&mut self, key: &str, h: i64) -> Result<bool, FrontierError> {
+        let err = self.sql("cannot update the seen-set");
+        let stored: Option<String> = self
+            .conn
+            .prepare_cached("SELECT key FROM seen WHERE h = ?1")
+            .and_then(|mut s| s.query_row([h], |r| r.get(0)).optional())
+            .map_err(&err)?;
+        match stored {
+            None => {
+                self.conn
+                    .prepare_cached("INSERT INTO seen (h, key) VALUES (?1, ?2)")
+                    .and_then(|mut s| s.execute(params![h, key]))
+                    .map_err(&err)?;
+                Ok(true)
+            }
+            Some(k) if k == key => Ok(false),
+            // Another key has this hash (about one pair in 10^7 keys is 1 in 360,000): the
+            // key is looked up by its full text in the overflow table.
+            Some(_) => self
+                .conn
+                .prepare_cached("INSERT OR IGNORE INTO seen_more (key) VALUES (?1)")
+                .and_then(|mut s| s.execute([key]))
+                .map(|n| n == 1)
+                .map_err(&err),
+        }
+    }
+
+    fn seen_text(&mut self, key: &str) -> Result<bool, FrontierError> {
+        self.conn
+            .prepare_cached("INSERT OR IGNORE INTO seen_text (key) VALUES (?1)")
+            .and_then(|mut s| s.execute([key]))
+            .map(|n| n == 1)
+            .map_err(self.sql("cannot update the seen-set"))
+    }
+
+    fn select_candidates(
+        &self,
+        sql: &str,
+        args: impl rusqlite::Params,
+    ) -> Result<Vec<(i64, Candidate)>, FrontierError> {
+        let err = self.sql("cannot read the queue");
+        let mut stmt = self.conn.prepare_cached(sql).map_err(&err)?;
+        let rows = stmt
+            .query_map(args, |r| {
+                Ok((r.get::<_, i64>(0)?, RawCandidate::from_row(r, 1)?))
+            })
+            .map_err(&err)?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (n, raw) = row.map_err(&err)?;
+            out.push((n, raw.parse(&self.path)?));
+        }
+        Ok(out)
+    }
+}
+
+/// Creates the state folder if needed and proves it writable, so a read-only folder is named up
+/// front instead of failing at the first commit.
+fn prepare_folder(dir: &Path) -> Result<(), FrontierError> {
+    if dir.exists() && !dir.is_dir() {
+        return Err(plain_error(dir, "the state folder is not a folder"));
+    }
+    fs::create_dir_all(dir)
+        .map_err(|e| plain_error(dir, format!("cannot create the state folder: {e}")))?;
+    tempfile::Builder::new()
+        .prefix(".archiver-write-test")
+        .tempfile_in(dir)
+        .map(drop)
+        .map_err(|e| plain_error(dir, format!("the state folder is not writable: {e}")))
+}
+
+/// Tells a foreign file from an SQLite one before SQLite sees it (SQLite only notices at the
+/// first read, with a less helpful message).
+fn check_header(path: &Path) -> Result<(), FrontierError> {
+    use std::io::Read;
+    const MAGIC: &[u8; 16] = b"SQLite format 3\0";
+    let mut file = match fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(plain_error(path, format!("cannot read: {e}"))),
+    };
+    let mut head = Vec::with_capacity(16);
+    file.by_ref()
+        .take(16)
+        .read_to_end(&mut head)
+        .map_err(|e| plain_error(path, format!("cannot read: {e}")))?;
+    // An empty file is what SQLite leaves when a process dies right after creating it.
+    if head.is_empty() || head == MAGIC {
+        return Ok(());
+    }
+    Err(plain_error(
+        path,
+        "not an archiver frontier (not an SQLite database): move it away or use another state \
+         folder",
+    ))
+}
+
+/// Connection settings; see the module documentation for why each.
+fn configure(conn: &Connection) -> rusqlite::Result<()> {
+    // Held for the life of the connection: a second crawl on the same folder fails at open.
+    conn.pragma_update(None, "locking_mode", "EXCLUSIVE")?;
+    let mode: String = conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CANTOPEN),
+            Some(format!("cannot switch to WAL mode (got {mode})")),
+        ));
+    }
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    conn.pragma_update(None, "cache_size", -CACHE_KIB)?;
+    // The WAL is cut back to this size after a checkpoint, so a big batch does not leave a
+    // large file behind for the rest of the crawl.
+    conn.pragma_update(None, "journal_size_limit", 64i64 << 20)?;
+    conn.set_prepared_statement_cache_capacity(32);
+    Ok(())
+}
+
+fn create(conn: &Connection, identity: &CrawlIdentity) -> rusqlite::Result<()> {
+    let seeds = serde_json::to_string(&identity.seeds).unwrap_or_else(|_| "[]".into());
+    conn.execute_batch("BEGIN IMMEDIATE")?;
+    conn.execute_batch(SCHEMA)?;
+    conn.pragma_update(None, "application_id", APPLICATION_ID)?;
+    let mut ins = conn.prepare("INSERT INTO meta (key, value) VALUES (?1, ?2)")?;
+    ins.execute(["format", &FORMAT_VERSION.to_string()])?;
+    ins.execute(["crawl_name", &identity.name])?;
+    ins.execute(["seeds", &seeds])?;
+    ins.execute(["created", &chrono::Utc::now().to_rfc3339()])?;
+    drop(ins);
+    conn.execute_batch("COMMIT")
+}
+
+/// Checks that an existing file is our format and belongs to this crawl.
+fn check_identity(
+    conn: &Connection,
+    path: &Path,
+    state_dir: &Path,
+    identity: &CrawlIdentity,
+) -> Result<(), FrontierError> {
+    let err = |e: rusqlite::Error| db_error(path, "cannot read", &e);
+    let foreign = || {
+        plain_error(
+            path,
+            "an SQLite database but not an archiver frontier: move it away or use another state \
+             folder",
+        )
+    };
+    let app: i32 = conn
+        .pragma_query_value(None, "application_id", |r| r.get(0))
+        .map_err(err)?;
+    let has_meta: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'meta'",
+            [],
+            |r| r.get(0),
+        )
+        .map_err(err)?;
+    if app != APPLICATION_ID || has_meta == 0 {
+        return Err(foreign());
+    }
+    let meta = |key: &str| -> Result<Option<String>, FrontierError> {
+        conn.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+            .optional()
+            .map_err(err)
+    };
+    let version = meta("format")?.ok_or_else(foreign)?;
+    if version != FORMAT_VERSION.to_string() {
+        return Err(plain_error(
+            path,
+            format!(
+                "frontier format {version}, but this archiver reads format {FORMAT_VERSION}: \
+                 finish that crawl with the archiver that started it"
+            ),
+        ));
+    }
+    let name = meta("crawl_name")?.ok_or_else(foreign)?;
+    let seeds_json = meta("seeds")?.ok_or_else(foreign)?;
+    let seeds: Vec<String> = serde_json::from_str(&seeds_json).map_err(|_| foreign())?;
+    let stored = CrawlIdentity { name, seeds };
+    if !stored.same_crawl(identity) {
+        return Err(plain_error(
+            state_dir,
+            format!(
+                "this state folder belongs to crawl {}, not to this profile's crawl {}: use \
+                 another state folder, or the profile that started it",
+                stored.describe(),
+                identity.describe()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+impl Frontier for SqliteFrontier {
+    fn mark_seen(&mut self, url: &Url) -> Result<bool, FrontierError> {
+        let key = seen_key(url);
+        self.change("cannot update the seen-set", |f| match f.layout {
+            SeenLayout::Hash => f.seen_hash(&key, key_hash(&key)),
+            SeenLayout::Text => f.seen_text(&key),
+        })
+    }
+
+    fn push(&mut self, site: &str, candidate: Candidate) -> Result<(), FrontierError> {
+        self.change("cannot queue a URL", |f| {
+            f.enqueue(site, &candidate, "cannot queue a URL")?;
+            if let Some(s) = f.site_mut(site) {
+                s.accepted += 1;
+            }
+            Ok(())
+        })
+    }
+
+    fn push_retry(&mut self, site: &str, candidate: Candidate) -> Result<(), FrontierError> {
+        self.change("cannot queue a retry", |f| {
+            f.enqueue(site, &candidate, "cannot queue a retry")
+        })
+    }
+
+    fn pop(&mut self, site: &str) -> Result<Option<Candidate>, FrontierError> {
+        let kind = match self.sites.get(site) {
+            Some(s) if s.pages > 0 => 0,
+            Some(s) if s.embeds > 0 => 1,
+            _ => return Ok(None),
+        };
+        self.change("cannot take the next URL", |f| {
+            let id = f.sites.get(site).map_or(-1, |s| s.id);
+            let next = f.select_candidates(
+                "SELECT seq, url, path, via, attempts FROM queue \
+                 WHERE site = ?1 AND kind = ?2 ORDER BY seq LIMIT 1",
+                params![id, kind],
+            )?;
+            let Some((seq, c)) = next.into_iter().next() else {
+                return Err(plain_error(
+                    &f.path,
+                    format!("the queue of {site} is shorter than its counter says (corrupt)"),
+                ));
+            };
+            let key = seen_key(&c.url);
+            f.land(&key)?;
+            let err = f.sql("cannot take the next URL");
+            f.conn
+                .prepare_cached("DELETE FROM queue WHERE site = ?1 AND kind = ?2 AND seq = ?3")
+                .and_then(|mut s| s.execute([id, kind, seq]))
+                .map_err(&err)?;
+            f.conn
+                .prepare_cached(
+                    "INSERT INTO flight (key, site, url, path, via, attempts) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                )
+                .and_then(|mut s| {
+                    s.execute(params![
+                        key,
+                        site,
+                        c.url.as_str(),
+                        c.path,
+                        c.via.as_ref().map(Url::as_str),
+                        i64::from(c.attempts)
+                    ])
+                })
+                .map_err(&err)?;
+            drop(err);
+            f.flying += 1;
+            if let Some(s) = f.site_mut(site) {
+                if kind == 0 {
+                    s.pages -= 1;
+                } else {
+                    s.embeds -= 1;
+                }
+            }
+            f.total -= 1;
+            Ok(Some(c))
+        })
+    }
+
+    fn done(&mut self, url: &Url) -> Result<(), FrontierError> {
+        let key = seen_key(url);
+        self.change("cannot mark a URL finished", |f| f.land(&key))
+    }
+
+    fn queued(&self, site: &str) -> usize {
+        self.sites.get(site).map_or(0, SiteRow::queued)
+    }
+
+    fn total_queued(&self) -> usize {
+        self.total
+    }
+
+    fn accepted(&self, site: &str) -> u64 {
+        self.sites.get(site).map_or(0, |s| s.accepted)
+    }
+
+    fn drain(&mut self, site: &str) -> Result<Vec<Candidate>, FrontierError> {
+        let Some(id) = self
+            .sites
+            .get(site)
+            .filter(|s| s.queued() > 0)
+            .map(|s| s.id)
+        else {
+            return Ok(Vec::new());
+        };
+        self.change("cannot drop a site's queue", |f| {
+            let all = f.select_candidates(
+                "SELECT seq, url, path, via, attempts FROM queue \
+                 WHERE site = ?1 ORDER BY kind, seq",
+                [id],
+            )?;
+            f.conn
+                .prepare_cached("DELETE FROM queue WHERE site = ?1")
+                .and_then(|mut s| s.execute([id]))
+                .map_err(f.sql("cannot drop a site's queue"))?;
+            f.total -= f.sites.get(site).map_or(0, SiteRow::queued);
+            if let Some(s) = f.site_mut(site) {
+                s.pages = 0;
+                s.embeds = 0;
+            }
+            Ok(all.into_iter().map(|(_, c)| c).collect())
+        })
+    }
+
+    fn sites_with_work(&self) -> Result<Vec<String>, FrontierError> {
+        // In the order the sites were first queued, so a resumed crawl starts where it started.
+        let mut sites: Vec<(i64, &String)> = self
+            .sites
+            .iter()
+            .filter(|(_, s)| s.queued() > 0)
+            .map(|(o, s)| (s.id, o))
+            .collect();
+        sites.sort_unstable();
+        Ok(sites.into_iter().map(|(_, o)| o.clone()).collect())
+    }
+
+    fn in_flight(&self) -> Result<Vec<(String, Candidate)>, FrontierError> {
+        let err = self.sql("cannot read the in-flight list");
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT site, url, path, via, attempts FROM flight")
+            .map_err(&err)?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok((r.get::<_, String>(0)?, RawCandidate::from_row(r, 1)?))
+            })
+            .map_err(&err)?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (site, raw) = row.map_err(&err)?;
+            out.push((site, raw.parse(&self.path)?));
+        }
+        Ok(out)
+    }
+
+    fn commit(&mut self) -> Result<(), FrontierError> {
+        if self.broken.is_none() && !self.in_tx {
+            return Ok(());
+        }
+        self.change("cannot commit", |f| {
+            let err = f.sql("cannot commit");
+            let mut update = f
+                .conn
+                .prepare_cached(
+                    "UPDATE sites SET accepted = ?2, pages = ?3, embeds = ?4, next_seq = ?5 \
+                     WHERE id = ?1",
+                )
+                .map_err(&err)?;
+            for origin in &f.dirty {
+                if let Some(s) = f.sites.get(origin) {
+                    update
+                        .execute(params![
+                            s.id,
+                            i64::try_from(s.accepted).unwrap_or(i64::MAX),
+                            s.pages as i64,
+                            s.embeds as i64,
+                            s.next_seq
+                        ])
+                        .map_err(&err)?;
+                }
+            }
+            drop(update);
+            f.conn.execute_batch("COMMIT").map_err(&err)?;
+            drop(err);
+            f.in_tx = false;
+            for origin in std::mem::take(&mut f.dirty) {
+                if let Some(s) = f.sites.get_mut(&origin) {
+                    s.dirty = false;
+                }
+            }
+            Ok(())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::frontier::MemoryFrontier;
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+
+    fn url(s: &str) -> Url {
+        Url::parse(s).unwrap()
+    }
+
+    fn cand(s: &str, path: &str) -> Candidate {
+        Candidate {
+            url: url(s),
+            path: path.to_string(),
+            via: None,
+            attempts: 0,
+        }
+    }
+
+    fn ident() -> CrawlIdentity {
+        CrawlIdentity {
+            name: "test".into(),
+            seeds: vec!["http://a/".into(), "http://b/".into()],
+        }
+    }
+
+    fn open(dir: &Path) -> SqliteFrontier {
+        SqliteFrontier::open(dir, &ident()).unwrap()
+    }
+
+    /// Everything observable about a candidate, for comparing two frontiers.
+    fn show(c: &Candidate) -> String {
+        format!(
+            "{} {} {} {}",
+            c.url,
+            c.path,
+            c.via.as_ref().map_or("-", Url::as_str),
+            c.attempts
+        )
+    }
+
+    fn urls(cs: &[Candidate]) -> Vec<String> {
+        cs.iter().map(|c| c.url.path().to_string()).collect()
+    }
+
+    fn sorted_flight(f: &dyn Frontier) -> Vec<String> {
+        let mut v: Vec<String> = f
+            .in_flight()
+            .unwrap()
+            .iter()
+            .map(|(s, c)| format!("{s} {}", show(c)))
+            .collect();
+        v.sort();
+        v
+    }
+
+    // ---- behaviour shared with MemoryFrontier: each check runs on both ----
+
+    fn check_pages_before_embeds(f: &mut dyn Frontier) {
+        f.push("s", cand("http://s/a.png", "LE")).unwrap();
+        f.push("s", cand("http://s/1", "L")).unwrap();
+        f.push("s", cand("http://s/b.css", "LLE")).unwrap();
+        f.push("s", cand("http://s/2", "LL")).unwrap();
+        f.push("s", cand("http://s/3", "LR")).unwrap();
+        assert_eq!(f.total_queued(), 5);
+        assert_eq!(f.queued("s"), 5);
+        let order: Vec<String> = std::iter::from_fn(|| f.pop("s").unwrap())
+            .map(|c| c.url.path().to_string())
+            .collect();
+        assert_eq!(order, ["/1", "/2", "/3", "/a.png", "/b.css"]);
+        assert_eq!(f.total_queued(), 0);
+        assert_eq!(f.queued("s"), 0);
+        assert!(f.pop("s").unwrap().is_none());
+        assert!(f.pop("nowhere").unwrap().is_none());
+        assert_eq!(f.in_flight().unwrap().len(), 5);
+        assert_eq!(f.accepted("s"), 5);
+        assert_eq!(f.accepted("nowhere"), 0);
+    }
+
+    fn check_seen(f: &mut dyn Frontier) {
+        assert!(f.mark_seen(&url("http://S/a/../b#x")).unwrap());
+        assert!(!f.mark_seen(&url("http://s:80/b")).unwrap());
+        assert!(!f.mark_seen(&url("http://s/b#other")).unwrap());
+        assert!(f.mark_seen(&url("https://s/b")).unwrap());
+        assert!(f.mark_seen(&url("http://s/b?q")).unwrap());
+        assert!(!f.mark_seen(&url("http://s/b?q")).unwrap());
+    }
+
+    fn check_drain(f: &mut dyn Frontier) {
+        f.push("s", cand("http://s/e", "LE")).unwrap();
+        f.push("s", cand("http://s/1", "L")).unwrap();
+        f.push("s", cand("http://s/2", "L")).unwrap();
+        f.push("t", cand("http://t/1", "L")).unwrap();
+        assert_eq!(urls(&f.drain("s").unwrap()), ["/1", "/2", "/e"]);
+        assert_eq!(f.total_queued(), 1);
+        assert_eq!(f.queued("s"), 0);
+        assert_eq!(f.accepted("s"), 3);
+        assert!(f.drain("s").unwrap().is_empty());
+        assert!(f.drain("nowhere").unwrap().is_empty());
+        assert_eq!(f.sites_with_work().unwrap(), ["t"]);
+        assert!(f.pop("s").unwrap().is_none());
+        // A drained site takes new work again.
+        f.push("s", cand("http://s/3", "L")).unwrap();
+        assert_eq!(
+            f.pop("s").unwrap().map(|c| c.url.path().to_string()),
+            Some("/3".into())
+        );
+    }
+
+    fn check_flight_and_retry(f: &mut dyn Frontier) {
+        let mut c = cand("http://s/1", "LL");
+        c.via = Some(url("http://s/"));
+        f.push("s", c).unwrap();
+        f.push("s", cand("http://s/2", "L")).unwrap();
+        let mut got = f.pop("s").unwrap().unwrap();
+        assert_eq!(show(&got), "http://s/1 LL http://s/ 0");
+        assert_eq!(sorted_flight(f), ["s http://s/1 LL http://s/ 0"]);
+        // A retry goes behind what is queued, leaves the in-flight list, and is not counted.
+        got.attempts += 1;
+        f.push_retry("s", got).unwrap();
+        assert!(f.in_flight().unwrap().is_empty());
+        assert_eq!(f.accepted("s"), 2);
+        assert_eq!(f.queued("s"), 2);
+        assert_eq!(f.total_queued(), 2);
+        let second = f.pop("s").unwrap().unwrap();
+        assert_eq!(second.url.path(), "/2");
+        let again = f.pop("s").unwrap().unwrap();
+        assert_eq!(show(&again), "http://s/1 LL http://s/ 1");
+        assert_eq!(f.in_flight().unwrap().len(), 2);
+        // done takes a URL off the list, whatever its fragment; unknown URLs are ignored.
+        f.done(&url("http://s/2#frag")).unwrap();
+        f.done(&url("http://elsewhere/")).unwrap();
+        assert_eq!(sorted_flight(f), ["s http://s/1 LL http://s/ 1"]);
+        // Pushing an in-flight URL again also takes it off the list.
+        f.push("s", cand("http://s/1", "LL")).unwrap();
+        assert!(f.in_flight().unwrap().is_empty());
+        assert_eq!(f.accepted("s"), 3);
+    }
+
+    fn check_sites_with_work(f: &mut dyn Frontier) {
+        assert!(f.sites_with_work().unwrap().is_empty());
+        f.push("a", cand("http://a/1", "")).unwrap();
+        f.push("b", cand("http://b/1", "L")).unwrap();
+        f.push("c", cand("http://c/1", "L")).unwrap();
+        f.pop("b").unwrap();
+        let mut sites = f.sites_with_work().unwrap();
+        sites.sort();
+        assert_eq!(sites, ["a", "c"]);
+        assert_eq!(f.total_queued(), 2);
+        assert_eq!(f.accepted("b"), 1);
+    }
+
+    /// Runs one shared check on a MemoryFrontier and on a fresh SqliteFrontier.
+    fn on_both(check: fn(&mut dyn Frontier)) {
+        check(&mut MemoryFrontier::default());
+        let dir = tempfile::tempdir().unwrap();
+        let mut f = open(dir.path());
+        check(&mut f);
+        // And the same state after a commit and a reopen.
+        f.commit().unwrap();
+        let before = (
+            f.total_queued(),
+            sorted_flight(&f),
+            f.sites_with_work().unwrap(),
+        );
+        drop(f);
+        let f = open(dir.path());
+        let after = (
+            f.total_queued(),
+            sorted_flight(&f),
+            f.sites_with_work().unwrap(),
+        );
+        assert_eq!(before, after);
+    }
+
+    #[test]
+    fn pages_before_embeds_each_in_order() {
+        on_both(check_pages_before_embeds);
+    }
+
+    #[test]
+    fn seen_ignores_fragments_and_normalised_forms() {
+        on_both(check_seen);
+    }
+
+    #[test]
+    fn drain_empties_a_site() {
+        on_both(check_drain);
+    }
+
+    #[test]
+    fn in_flight_until_done_or_retried() {
+        on_both(check_flight_and_retry);
+    }
+
+    #[test]
+    fn sites_with_work_lists_only_sites_with_queued_urls() {
+        on_both(check_sites_with_work);
+    }
+
+    // ---- durability ----
+
+    #[test]
+    fn reopen_keeps_seen_queued_accepted_and_in_flight() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut f = open(dir.path());
+        assert!(f.mark_seen(&url("http://a/1")).unwrap());
+        f.push("a", cand("http://a/e", "LE")).unwrap();
+        f.push("a", cand("http://a/1", "L")).unwrap();
+        f.push("a", cand("http://a/2", "L")).unwrap();
+        f.push("b", cand("http://b/1", "")).unwrap();
+        let flying = f.pop("b").unwrap().unwrap();
+        f.commit().unwrap();
+        drop(f);
+
+        let mut f = open(dir.path());
+        assert!(!f.mark_seen(&url("http://a/1")).unwrap());
+        assert_eq!(f.total_queued(), 3);
+        assert_eq!(f.queued("a"), 3);
+        assert_eq!(f.queued("b"), 0);
+        assert_eq!(f.accepted("a"), 3);
+        assert_eq!(f.accepted("b"), 1);
+        assert_eq!(f.sites_with_work().unwrap(), ["a"]);
+        let flight = f.in_flight().unwrap();
+        assert_eq!(flight.len(), 1);
+        assert_eq!(flight[0].0, "b");
+        assert_eq!(show(&flight[0].1), show(&flying));
+        let order: Vec<String> = std::iter::from_fn(|| f.pop("a").unwrap())
+            .map(|c| c.url.path().to_string())
+            .collect();
+        assert_eq!(order, ["/1", "/2", "/e"]);
+    }
+
+    #[test]
+    fn uncommitted_changes_are_lost_on_drop() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut f = open(dir.path());
+        f.mark_seen(&url("http://a/1")).unwrap();
+        f.push("a", cand("http://a/1", "")).unwrap();
+        f.push("a", cand("http://a/2", "L")).unwrap();
+        f.commit().unwrap();
+        // Not committed: a pop, a new site, a seen URL, a finished URL.
+        f.pop("a").unwrap().unwrap();
+        f.push("n", cand("http://n/1", "")).unwrap();
+        f.mark_seen(&url("http://a/9")).unwrap();
+        drop(f);
+
+        let mut f = open(dir.path());
+        assert_eq!(f.total_queued(), 2);
+        assert_eq!(f.queued("n"), 0);
+        assert_eq!(f.accepted("n"), 0);
+        assert_eq!(f.accepted("a"), 2);
+        assert!(f.in_flight().unwrap().is_empty());
+        assert!(f.mark_seen(&url("http://a/9")).unwrap());
+        assert!(!f.mark_seen(&url("http://a/1")).unwrap());
+        assert_eq!(f.pop("a").unwrap().unwrap().url.path(), "/1");
+    }
+
+    #[test]
+    fn hash_collisions_are_told_apart_by_the_full_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut f = open(dir.path());
+        f.begin("test").unwrap();
+        assert!(f.seen_hash("http://a/1", 42).unwrap());
+        assert!(f.seen_hash("http://a/2", 42).unwrap());
+        assert!(!f.seen_hash("http://a/1", 42).unwrap());
+        assert!(!f.seen_hash("http://a/2", 42).unwrap());
+        assert!(f.seen_hash("http://a/3", 42).unwrap());
+    }
+
+    // ---- bad state folders ----
+
+    fn open_err(dir: &Path, id: &CrawlIdentity) -> String {
+        match SqliteFrontier::open(dir, id) {
+            Ok(_) => panic!("{} opened", dir.display()),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn another_profile_is_refused_naming_both() {
+        let dir = tempfile::tempdir().unwrap();
+        drop(open(dir.path()));
+        let renamed = CrawlIdentity {
+            name: "other".into(),
+            ..ident()
+        };
+        let msg = open_err(dir.path(), &renamed);
+        assert!(
+            msg.contains("\"test\"") && msg.contains("\"other\""),
+            "{msg}"
+        );
+        assert!(msg.contains(&dir.path().display().to_string()), "{msg}");
+        let reseeded = CrawlIdentity {
+            seeds: vec!["http://a/".into(), "http://c/".into()],
+            ..ident()
+        };
+        let msg = open_err(dir.path(), &reseeded);
+        assert!(
+            msg.contains("http://b/") && msg.contains("http://c/"),
+            "{msg}"
+        );
+        // Same seeds in another order (or repeated) are the same crawl.
+        let reordered = CrawlIdentity {
+            seeds: vec!["http://b/".into(), "http://a/".into(), "http://a/".into()],
+            ..ident()
+        };
+        assert!(SqliteFrontier::open(dir.path(), &reordered).is_ok());
+    }
+
+    #[test]
+    fn garbage_file_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(FILE_NAME);
+        fs::write(&file, b"<html>this is not a database</html>\n".repeat(200)).unwrap();
+        let msg = open_err(dir.path(), &ident());
+        assert!(msg.contains("not an SQLite database"), "{msg}");
+        assert!(msg.contains(&file.display().to_string()), "{msg}");
+        // Garbage behind a valid SQLite header.
+        let mut bytes = b"SQLite format 3\0".to_vec();
+        bytes.extend(std::iter::repeat_n(0xA5u8, 8192));
+        fs::write(&file, bytes).unwrap();
+        let msg = open_err(dir.path(), &ident());
+        assert!(
+            msg.contains("corrupt or is not an archiver frontier"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn corrupted_frontier_is_refused_or_fails_cleanly() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut f = open(dir.path());
+        for i in 0..2000 {
+            f.push("a", cand(&format!("http://a/{i}"), "L")).unwrap();
+        }
+        f.commit().unwrap();
+        drop(f);
+        // Overwrite the middle of the file (past the header page) with garbage.
+        let file = dir.path().join(FILE_NAME);
+        let mut bytes = fs::read(&file).unwrap();
+        let mid = bytes.len() / 2;
+        let end = (mid + 8192).min(bytes.len());
+        bytes[mid..end].fill(0x5A);
+        fs::write(&file, bytes).unwrap();
+        // Either open notices, or reading the queue does: an error, never a panic.
+        let failed = match SqliteFrontier::open(dir.path(), &ident()) {
+            Err(e) => e.to_string().contains(FILE_NAME),
+            Ok(mut f) => {
+                let mut failed = false;
+                for _ in 0..2000 {
+                    match f.pop("a") {
+                        Ok(Some(_)) => {}
+                        Ok(None) => break,
+                        Err(e) => {
+                            failed = e.to_string().contains(FILE_NAME);
+                            break;
+                        }
+                    }
+                }
+                failed
+            }
+        };
+        assert!(failed);
+    }
+
+    #[test]
+    fn foreign_sqlite_file_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(FILE_NAME);
+        let conn = Connection::open(&file).unwrap();
+        conn.execute_batch("CREATE TABLE songs (title TEXT); INSERT INTO songs VALUES ('x');")
+            .unwrap();
+        drop(conn);
+        let msg = open_err(dir.path(), &ident());
+        assert!(msg.contains("not an archiver frontier"), "{msg}");
+    }
+
+    #[test]
+    fn state_folder_that_is_a_file_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("state");
+        fs::write(&file, "x").unwrap();
+        let msg = open_err(&file, &ident());
+        assert!(msg.contains("not a folder"), "{msg}");
+    }
+
+    #[test]
+    fn unwritable_state_folder_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let ro = dir.path().join("ro");
+        fs::create_dir(&ro).unwrap();
+        fs::set_permissions(&ro, fs::Permissions::from_mode(0o555)).unwrap();
+        // root ignores permission bits; /sys refuses even root.
+        let target = if fs::write(ro.join("probe"), "x").is_err() {
+            ro.clone()
+        } else {
+            PathBuf::from("/sys")
+        };
+        let msg = open_err(&target, &ident());
+        assert!(msg.contains("not writable"), "{msg}");
+        let msg = open_err(&target.join("state"), &ident());
+        assert!(msg.contains("cannot create the state folder"), "{msg}");
+        fs::set_permissions(&ro, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    #[test]
+    fn a_folder_in_use_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut first = open(dir.path());
+        first.push("a", cand("http://a/1", "")).unwrap();
+        first.commit().unwrap();
+        let msg = open_err(dir.path(), &ident());
+        assert!(msg.contains("another process"), "{msg}");
+        drop(first);
+        assert_eq!(open(dir.path()).total_queued(), 1);
+    }
+
+    #[test]
+    fn full_disk_is_an_error_and_the_last_commit_survives() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut f = open(dir.path());
+        f.push("a", cand("http://a/0", "")).unwrap();
+        f.commit().unwrap();
+        // A database that may not grow behaves as a full disk (SQLITE_FULL).
+        let pages: i64 = f
+            .conn
+            .query_row("PRAGMA page_count", [], |r| r.get(0))
+            .unwrap();
+        f.conn
+            .pragma_update(None, "max_page_count", pages + 2)
+            .unwrap();
+        let mut failure = None;
+        for i in 1..100_000 {
+            let u = format!("http://a/{i}/{}", "x".repeat(200));
+            let r = f
+                .mark_seen(&url(&u))
+                .and_then(|_| f.push("a", cand(&u, "L")))
+                .and_then(|_| if i % 10 == 0 { f.commit() } else { Ok(()) });
+            if let Err(e) = r {
+                failure = Some((i, e.to_string()));
+                break;
+            }
+        }
+        let (i, msg) = failure.expect("the database never filled up");
+        assert!(msg.contains("disk full"), "{msg}");
+        // Once failed, it refuses to go on rather than commit half a change.
+        let later = f.commit().unwrap_err().to_string();
+        assert!(later.contains("earlier error"), "{later}");
+        assert!(f.push("a", cand("http://a/x", "L")).is_err());
+        drop(f);
+        let mut f = open(dir.path());
+        let committed = 1 + (i - 1) / 10 * 10;
+        assert_eq!(f.total_queued(), committed);
+        assert_eq!(f.accepted("a"), committed as u64);
+        assert_eq!(f.pop("a").unwrap().unwrap().url.path(), "/0");
+    }
+
+    // ---- crash: a child process is SIGKILLed ----
+
+    const CRASH_DIR: &str = "ARCHIVER_STORE_CRASH_DIR";
+    const CRASH_MODE: &str = "ARCHIVER_STORE_CRASH_MODE";
+    const READY_STEPS: u64 = 300;
+
+    /// One step of the crash workload: new URLs, pops, retries and finished URLs on two sites,
+    /// ending in a commit. Replayed on a MemoryFrontier to know what `k` steps must leave.
+    fn crash_step(f: &mut dyn Frontier, k: u64) {
+        let site = if k % 2 == 0 { "http://a" } else { "http://b" };
+        let u = url(&format!("{site}/{k}"));
+        assert!(f.mark_seen(&u).unwrap());
+        let path = if k % 4 == 3 { "LE" } else { "L" };
+        f.push(site, cand(u.as_str(), path)).unwrap();
+        if k % 3 == 0 {
+            if let Some(mut c) = f.pop(site).unwrap() {
+                if k % 2 == 0 {
+                    f.done(&c.url).unwrap();
+                } else if c.attempts == 0 {
+                    c.attempts = 1;
+                    f.push_retry(site, c).unwrap();
+                }
+            }
+        }
+    }
+
+    /// Child side of the crash test (runs only when spawned by `sigkill_keeps_every_commit`).
+    /// Mode "fixed": READY_STEPS committed steps, then 50 uncommitted ones, then waits.
+    /// Mode "running": commits step after step until killed.
+    #[test]
+    #[ignore = "helper run by sigkill_keeps_every_commit"]
+    fn crash_child() {
+        let Ok(dir) = std::env::var(CRASH_DIR) else {
+            return;
+        };
+        let running = std::env::var(CRASH_MODE).as_deref() == Ok("running");
+        let mut f = open(Path::new(&dir));
+        for k in 0.. {
+            crash_step(&mut f, k);
+            if running || k < READY_STEPS {
+                f.commit().unwrap();
+            }
+            if k + 1 == READY_STEPS {
+                println!("CRASH-READY");
+            }
+            if !running && k + 1 == READY_STEPS + 50 {
+                println!("CRASH-HOLD");
+                loop {
+                    std::thread::sleep(std::time::Duration::from_secs(1));
+                }
+            }
+        }
+    }
+
+    /// Spawns the test binary as `crash_child`, waits for `line`, SIGKILLs it.
+    fn run_and_kill(dir: &Path, mode: &str, line: &str) {
+        let exe = std::env::current_exe().unwrap();
+        let mut child = Command::new(exe)
+            .args([
+                "--exact",
+                "store::tests::crash_child",
+                "--ignored",
+                "--nocapture",
+            ])
+            .env(CRASH_DIR, dir)
+            .env(CRASH_MODE, mode)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let out = BufReader::new(child.stdout.take().unwrap());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let wanted = line.to_string();
+        std::thread::spawn(move || {
+            // libtest may print "test … ... " before the child's first line, on the same line.
+            let found = out
+                .lines()
+                .map_while(Result::ok)
+                .any(|l| l.trim_end().ends_with(&wanted));
+            let _ = tx.send(found);
+        });
+        // A guard against a hung child, not a timing assertion.
+        let seen = rx
+            .recv_timeout(std::time::Duration::from_secs(300))
+            .unwrap_or(false);
+        child.kill().unwrap(); // SIGKILL on Unix
+        child.wait().unwrap();
+        assert!(seen, "the child did not print {line}");
+    }
+
+    /// The reopened frontier must equal a MemoryFrontier that ran the first `steps` steps.
+    fn assert_state_after(f: &mut SqliteFrontier, steps: u64) {
+        let mut m = MemoryFrontier::default();
+        for k in 0..steps {
+            crash_step(&mut m, k);
+        }
+        for site in ["http://a", "http://b"] {
+            assert_eq!(f.accepted(site), m.accepted(site), "{site}");
+            assert_eq!(f.queued(site), m.queued(site), "{site}");
+        }
+        assert_eq!(f.total_queued(), m.total_queued());
+        assert_eq!(sorted_flight(f), sorted_flight(&m));
+        for k in 0..steps + 2 {
+            let u = url(&format!(
+                "http://{}/{k}",
+                if k % 2 == 0 { "a" } else { "b" }
+            ));
+            assert_eq!(f.mark_seen(&u).unwrap(), k >= steps, "seen {u}");
+        }
+        for site in ["http://a", "http://b"] {
+            let got: Vec<String> = f.drain(site).unwrap().iter().map(show).collect();
+            let want: Vec<String> = m.drain(site).unwrap().iter().map(show).collect();
+            assert_eq!(got, want, "{site}");
+        }
+    }
+
+    #[test]
+    fn sigkill_keeps_every_commit() {
+        // Killed while holding 50 uncommitted steps: exactly the committed ones survive.
+        let dir = tempfile::tempdir().unwrap();
+        run_and_kill(dir.path(), "fixed", "CRASH-HOLD");
+        let mut f = open(dir.path());
+        assert_eq!(f.accepted("http://a") + f.accepted("http://b"), READY_STEPS);
+        assert_state_after(&mut f, READY_STEPS);
+
+        // Killed at an arbitrary moment of a stream of commits: the state of one whole commit.
+        let dir = tempfile::tempdir().unwrap();
+        run_and_kill(dir.path(), "running", "CRASH-READY");
+        let mut f = open(dir.path());
+        let steps = f.accepted("http://a") + f.accepted("http://b");
+        assert!(steps >= READY_STEPS, "{steps}");
+        assert_state_after(&mut f, steps);
+    }
+}
