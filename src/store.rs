@@ -1340,14 +1340,14 @@ mod tests {
     /// One step of the crash workload: new URLs, pops, retries and finished URLs on two sites,
     /// ending in a commit. Replayed on a MemoryFrontier to know what `k` steps must leave.
     fn crash_step(f: &mut dyn Frontier, k: u64) {
-        let site = if k % 2 == 0 { "http://a" } else { "http://b" };
+        let site = if k.is_multiple_of(2) { "http://a" } else { "http://b" };
         let u = url(&format!("{site}/{k}"));
         assert!(f.mark_seen(&u).unwrap());
         let path = if k % 4 == 3 { "LE" } else { "L" };
         f.push(site, cand(u.as_str(), path)).unwrap();
-        if k % 3 == 0 {
+        if k.is_multiple_of(3) {
             if let Some(mut c) = f.pop(site).unwrap() {
-                if k % 2 == 0 {
+                if k.is_multiple_of(2) {
                     f.done(&c.url).unwrap();
                 } else if c.attempts == 0 {
                     c.attempts = 1;
@@ -1436,7 +1436,7 @@ mod tests {
         for k in 0..steps + 2 {
             let u = url(&format!(
                 "http://{}/{k}",
-                if k % 2 == 0 { "a" } else { "b" }
+                if k.is_multiple_of(2) { "a" } else { "b" }
             ));
             assert_eq!(f.mark_seen(&u).unwrap(), k >= steps, "seen {u}");
         }
