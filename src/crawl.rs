@@ -204,6 +204,8 @@ impl Crawler {
         let out = profile.output_dir.clone();
         std::fs::create_dir_all(&out)
             .with_context(|| format!("cannot create the output folder {}", out.display()))?;
+        // The state first: another crawl's state folder must stop us before anything is written.
+        let frontier = open_frontier(&profile)?;
         let settings = warc_settings(&profile);
         let recovered = crate::warc::recover_open_files(&settings)
             .with_context(|| format!("cannot close the unfinished WARCs in {}", out.display()))?;
@@ -214,7 +216,6 @@ impl Crawler {
             .with_context(|| format!("cannot open {}", log_path.display()))?;
         let refusals_log = RefusalLog::open(&out.join("refusals.log"))?;
         let digests = load_digests(&profile)?;
-        let frontier = open_frontier(&profile)?;
         let runlog = RunLog::open(&out.join("run.log"))?;
         let book = SiteBook::load(&out.join("state").join("sites.json"))?;
         let fetcher = Fetcher::new(FetchSettings {

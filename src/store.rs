@@ -1340,7 +1340,11 @@ mod tests {
     /// One step of the crash workload: new URLs, pops, retries and finished URLs on two sites,
     /// ending in a commit. Replayed on a MemoryFrontier to know what `k` steps must leave.
     fn crash_step(f: &mut dyn Frontier, k: u64) {
-        let site = if k.is_multiple_of(2) { "http://a" } else { "http://b" };
+        let site = if k.is_multiple_of(2) {
+            "http://a"
+        } else {
+            "http://b"
+        };
         let u = url(&format!("{site}/{k}"));
         assert!(f.mark_seen(&u).unwrap());
         let path = if k % 4 == 3 { "LE" } else { "L" };

@@ -1,0 +1,1148 @@
+//! Opt-out lists: what site owners asked us not to archive, checked at crawl time, applied to
+//! WARCs already written (`archiver optout apply`) and turned into a pywb access-control file
+//! (`archiver optout aclj`).
+//!
+//! Every entry becomes one or more SURT prefixes and every check is "does the URL's SURT key
+//! start with one of them": the same test pywb's access checker makes, so the crawler, the
+//! rewrite and replay can never disagree about what an entry covers. (A consequence worth
+//! knowing: like pywb, `www.` is ignored and `http`/`https` are the same site.)
+//!
+//! The file format, one entry per line:
+//! ```text
+//! # comments start with '#', at the start of a line or after whitespace
+//! http://example.com/private/        2026-11-30   # URL prefix (http or https)
+//! example.org                                     # a host, every port and path
+//! example.net:8080                                # a host on one port
+//! *.example.edu                                   # a domain and all its subdomains
+//! .example.info                                   # the same, other spelling
+//! com,example)/cgi-bin                            # a SURT prefix, used as written (lower-cased)
+//! ```
+//! The optional second field is the date the request was received (`YYYY-MM-DD`); it is kept
+//! for reports. Anything else on a line is an error naming the file and line.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::fs::{self, File};
+use std::io::{self, BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use chrono::NaiveDate;
+
+use crate::canon;
+use crate::index::{self, IndexError, Problem, Span, Visitor, WarcHead};
+
+/// What an entry names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryKind {
+    /// `http://example.com/private/`: every URL starting so (in SURT form).
+    UrlPrefix,
+    /// `example.com` or `example.com:8080`: the whole host (every port unless one is given).
+    Host,
+    /// `*.example.com` / `.example.com`: the host and all its subdomains.
+    Domain,
+    /// `com,example)/private`: a SURT prefix, as pywb's access rules write them.
+    Surt,
+}
+
+/// One line of an opt-out list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OptOutEntry {
+    pub kind: EntryKind,
+    /// The entry as written.
+    pub text: String,
+    /// When the request was received, if the line says.
+    pub received: Option<NaiveDate>,
+    /// The list file it came from.
+    pub source: PathBuf,
+    /// 1-based line number in `source`.
+    pub line: usize,
+    /// The SURT keys it stands for.
+    pub rules: Vec<Rule>,
+}
+
+/// One SURT key an entry stands for.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Rule {
+    pub key: String,
+    /// Only this exact key (pywb's `###` rules), not everything starting with it. Needed
+    /// because SURT drops a path's trailing slash: `http://h/dir/` has the key `h)/dir`, and
+    /// covering the folder must not cover `h)/directory`.
+    pub exact: bool,
+}
+
+impl Rule {
+    fn prefix(key: String) -> Rule {
+        Rule { key, exact: false }
+    }
+}
+
+impl fmt::Display for OptOutEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({}:{}", self.text, self.source.display(), self.line)?;
+        if let Some(d) = self.received {
+            write!(f, ", received {d}")?;
+        }
+        write!(f, ")")
+    }
+}
+
+/// A malformed line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LineError {
+    pub source: PathBuf,
+    pub line: usize,
+    pub text: String,
+    pub message: String,
+}
+
+impl fmt::Display for LineError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}: {}: {:?}",
+            self.source.display(),
+            self.line,
+            self.message,
+            self.text
+        )
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum OptOutError {
+    #[error("cannot read the opt-out list {}: {source}", .path.display())]
+    Io { path: PathBuf, source: io::Error },
+    #[error("malformed opt-out list:\n{}", .0.iter().map(|e| format!("  {e}")).collect::<Vec<_>>().join("\n"))]
+    Malformed(Vec<LineError>),
+}
+
+/// The entries of one or more opt-out lists, indexed for prefix lookups.
+#[derive(Debug, Clone, Default)]
+pub struct OptOutList {
+    entries: Vec<OptOutEntry>,
+    /// (SURT prefix, entry index), sorted by prefix, one per prefix (the first entry wins).
+    prefixes: Vec<(String, usize)>,
+    /// Exact SURT keys → entry index.
+    exact: HashMap<String, usize>,
+}
+
+impl OptOutList {
+    /// Reads and checks every list; all malformed lines of all files are reported together.
+    pub fn load(paths: &[PathBuf]) -> Result<OptOutList, OptOutError> {
+        let mut entries = Vec::new();
+        let mut errors = Vec::new();
+        for path in paths {
+            let text = fs::read(path).map_err(|source| OptOutError::Io {
+                path: path.clone(),
+                source,
+            })?;
+            let text = String::from_utf8_lossy(&text);
+            for (i, raw) in text.lines().enumerate() {
+                match parse_line(raw) {
+                    Ok(None) => {}
+                    Ok(Some(parsed)) => entries.push(OptOutEntry {
+                        kind: parsed.kind,
+                        text: parsed.text,
+                        received: parsed.received,
+                        source: path.clone(),
+                        line: i + 1,
+                        rules: parsed.rules,
+                    }),
+                    Err(message) => errors.push(LineError {
+                        source: path.clone(),
+                        line: i + 1,
+                        text: raw.trim().to_string(),
+                        message,
+                    }),
+                }
+            }
+        }
+        if !errors.is_empty() {
+            return Err(OptOutError::Malformed(errors));
+        }
+        Ok(OptOutList::from_entries(entries))
+    }
+
+    /// Builds the prefix index.
+    fn from_entries(entries: Vec<OptOutEntry>) -> OptOutList {
+        let mut prefixes: Vec<(String, usize)> = Vec::new();
+        let mut exact: HashMap<String, usize> = HashMap::new();
+        for (i, e) in entries.iter().enumerate() {
+            for rule in &e.rules {
+                if rule.exact {
+                    exact.entry(rule.key.clone()).or_insert(i);
+                } else {
+                    prefixes.push((rule.key.clone(), i));
+                }
+            }
+        }
+        prefixes.sort();
+        prefixes.dedup_by(|b, a| a.0 == b.0);
+        OptOutList {
+            entries,
+            prefixes,
+            exact,
+        }
+    }
+
+    pub fn entries(&self) -> &[OptOutEntry] {
+        &self.entries
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The entry covering `url`, if any (the most specific one).
+    pub fn matches(&self, url: &url::Url) -> Option<&OptOutEntry> {
+        self.matches_str(url.as_str())
+    }
+
+    /// [`matches`](Self::matches) for a URL as written in a WARC (it may not parse).
+    pub fn matches_str(&self, url: &str) -> Option<&OptOutEntry> {
+        self.matches_key(&canon::surt(url))
+    }
+
+    /// The entry covering `key` (a SURT key): one naming it exactly, else the one with the
+    /// longest prefix of it.
+    pub fn matches_key(&self, key: &str) -> Option<&OptOutEntry> {
+        if let Some(&i) = self.exact.get(key) {
+            return Some(&self.entries[i]);
+        }
+        longest_prefix(&self.prefixes, key).map(|i| &self.entries[self.prefixes[i].1])
+    }
+
+    /// True when an entry covers every URL of `url`'s host and port, so that nothing there
+    /// may be requested, not even robots.txt.
+    pub fn blocks_whole_host(&self, url: &url::Url) -> bool {
+        let Some(host) = url.host_str() else {
+            return false;
+        };
+        let root = match url.port() {
+            Some(port) => format!("{}://{host}:{port}/", url.scheme()),
+            None => format!("{}://{host}/", url.scheme()),
+        };
+        // Every key on that host and port starts with the root's key, so a prefix of the
+        // root's key covers them all.
+        self.matches_str(&root).is_some()
+    }
+
+    /// pywb access-control lines (`.aclj`) excluding every prefix (exact keys carry pywb's
+    /// `###` suffix), in the order pywb's binary search needs: whole lines sorted in
+    /// descending byte order.
+    pub fn aclj_lines(&self) -> Vec<String> {
+        let keys = self
+            .prefixes
+            .iter()
+            .map(|(p, _)| p.clone())
+            .chain(self.exact.keys().map(|k| format!("{k}###")));
+        let mut lines: Vec<String> = keys
+            .map(|k| format!("{k} - {{\"access\": \"exclude\"}}"))
+            .collect();
+        lines.sort_unstable_by(|a, b| b.cmp(a));
+        lines
+    }
+}
+
+/// Index of the longest prefix of `key` in `sorted` (sorted by prefix). Each step looks at the
+/// greatest prefix not above the current bound; when it is not a prefix of `key`, no longer
+/// prefix can be either, so the bound shrinks to what the two have in common.
+fn longest_prefix(sorted: &[(String, usize)], key: &str) -> Option<usize> {
+    let key = key.as_bytes();
+    let mut bound = key;
+    loop {
+        let i = sorted.partition_point(|(p, _)| p.as_bytes() <= bound);
+        if i == 0 {
+            return None;
+        }
+        let candidate = sorted[i - 1].0.as_bytes();
+        if key.starts_with(candidate) {
+            return Some(i - 1);
+        }
+        let common = candidate
+            .iter()
+            .zip(bound)
+            .take_while(|(a, b)| a == b)
+            .count();
+        bound = &bound[..common];
+    }
+}
+
+/// An entry as parsed from one line, before it knows its file.
+struct Parsed {
+    kind: EntryKind,
+    text: String,
+    received: Option<NaiveDate>,
+    rules: Vec<Rule>,
+}
+
+/// One line: `Ok(None)` for blank and comment lines.
+fn parse_line(raw: &str) -> Result<Option<Parsed>, String> {
+    let text = strip_comment(raw);
+    let mut fields = text.split_whitespace();
+    let Some(entry) = fields.next() else {
+        return Ok(None);
+    };
+    let received =
+        match fields.next() {
+            None => None,
+            Some(d) => Some(NaiveDate::parse_from_str(d, "%Y-%m-%d").map_err(|_| {
+                format!("{d:?} is not a date (YYYY-MM-DD); write one entry per line")
+            })?),
+        };
+    if fields.next().is_some() {
+        return Err("expected an entry and at most a date (YYYY-MM-DD)".into());
+    }
+    let (kind, rules) = classify(entry)?;
+    Ok(Some(Parsed {
+        kind,
+        text: entry.to_string(),
+        received,
+        rules,
+    }))
+}
+
+/// The line without its comment: `#` at the start or after whitespace starts one (a `#`
+/// inside a URL does not).
+fn strip_comment(raw: &str) -> &str {
+    let mut prev_space = true;
+    for (i, c) in raw.char_indices() {
+        if c == '#' && prev_space {
+            return &raw[..i];
+        }
+        prev_space = c.is_whitespace();
+    }
+    raw
+}
+
+/// What kind of entry `entry` is, and its SURT keys.
+fn classify(entry: &str) -> Result<(EntryKind, Vec<Rule>), String> {
+    if entry.contains("://") {
+        return url_prefix(entry).map(|rules| (EntryKind::UrlPrefix, rules));
+    }
+    if entry.contains(')') || entry.contains(',') {
+        return surt_prefix(entry).map(|p| (EntryKind::Surt, vec![Rule::prefix(p)]));
+    }
+    if let Some(domain) = entry.strip_prefix("*.").or_else(|| entry.strip_prefix('.')) {
+        let base = host_key(domain)?;
+        if base.contains(':') {
+            return Err("a domain entry cannot name a port".into());
+        }
+        if domain.parse::<std::net::IpAddr>().is_ok() {
+            return Err("an IP address has no subdomains".into());
+        }
+        let keys = [format!("{base})"), format!("{base}:"), format!("{base},")];
+        return Ok((
+            EntryKind::Domain,
+            keys.into_iter().map(Rule::prefix).collect(),
+        ));
+    }
+    let base = host_key(entry)?;
+    let keys = if base.contains(':') {
+        vec![format!("{base})")]
+    } else {
+        vec![format!("{base})"), format!("{base}:")]
+    };
+    Ok((
+        EntryKind::Host,
+        keys.into_iter().map(Rule::prefix).collect(),
+    ))
+}
+
+/// `http://…` or `https://…` → the SURT key of that URL, used as a prefix. A folder
+/// (`…/dir/`) loses its slash in SURT form, so it becomes the folder's own key exactly plus
+/// everything under `dir/` and `dir?`.
+fn url_prefix(entry: &str) -> Result<Vec<Rule>, String> {
+    let url = url::Url::parse(entry).map_err(|e| format!("not a URL ({e})"))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err("a URL prefix must start with http:// or https://".into());
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err("a URL prefix needs a host".into());
+    }
+    let key = canon::surt(entry);
+    if !key.contains(')') {
+        return Err("cannot turn this URL into a SURT key".into());
+    }
+    let folder = url.path().len() > 1 && url.path().ends_with('/') && url.query().is_none();
+    if folder && !key.ends_with('/') {
+        return Ok(vec![
+            Rule {
+                key: key.clone(),
+                exact: true,
+            },
+            Rule::prefix(format!("{key}/")),
+            Rule::prefix(format!("{key}?")),
+        ]);
+    }
+    Ok(vec![Rule::prefix(key)])
+}
+
+/// A SURT prefix as written: `com,example)/private`. Lower-cased, as every key is.
+fn surt_prefix(entry: &str) -> Result<String, String> {
+    let first = entry.find([',', ')']).unwrap_or(0);
+    let label = &entry[..first];
+    let label_ok = !label.is_empty()
+        && label
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '*');
+    if !label_ok || entry.starts_with('(') {
+        return Err(
+            "not a SURT prefix: it must start with a reversed host such as com,example)/".into(),
+        );
+    }
+    if label == "*" {
+        return Err("a SURT prefix cannot be a wildcard".into());
+    }
+    Ok(entry.to_ascii_lowercase())
+}
+
+/// The host part of the SURT key of `host` (with its port, if given), without the `)`:
+/// `www.Example.com` → `com,example`, `example.com:8080` → `com,example:8080`.
+fn host_key(host: &str) -> Result<String, String> {
+    let ok_chars = !host.is_empty()
+        && host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-._:[]".contains(c) || !c.is_ascii());
+    if !ok_chars || host.starts_with('.') {
+        return Err("not a host name".into());
+    }
+    let url =
+        url::Url::parse(&format!("http://{host}/")).map_err(|e| format!("not a host ({e})"))?;
+    if url.host_str().is_none_or(str::is_empty) || url.path() != "/" {
+        return Err("not a host name".into());
+    }
+    let key = canon::surt(&format!("http://{host}/"));
+    match key.find(')') {
+        Some(end) if end > 0 => Ok(key[..end].to_string()),
+        _ => Err("cannot turn this host into a SURT key".into()),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// optout apply
+
+/// Where `apply` works.
+#[derive(Debug, Clone)]
+pub struct ApplyOptions {
+    /// The folder of WARC files (a crawl's OUT/warcs).
+    pub warc_dir: PathBuf,
+    /// The folder of per-WARC CDXJ (OUT/indexes); `None`: `warc_dir/../indexes` if it exists.
+    pub index_dir: Option<PathBuf>,
+    /// Go ahead even when the list removes every capture.
+    pub force: bool,
+}
+
+/// Why a record goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reason {
+    /// Its target URI (or, for a revisit, the URI it refers to) is covered by this entry.
+    Matched(OptOutEntry),
+    /// It belongs to the same exchange (WARC-Concurrent-To) as a removed record.
+    ConcurrentTo(String),
+    /// It is a revisit (or other record) whose WARC-Refers-To is a removed record.
+    RefersTo(String),
+    /// It is a revisit whose original (WARC-Refers-To-Target-URI) is covered by this entry.
+    RevisitOf(String, OptOutEntry),
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Reason::Matched(e) => write!(f, "matches {e}"),
+            Reason::ConcurrentTo(id) => write!(f, "same exchange as removed {id}"),
+            Reason::RefersTo(id) => write!(f, "refers to removed {id}"),
+            Reason::RevisitOf(uri, e) => write!(f, "revisit of {uri}, which matches {e}"),
+        }
+    }
+}
+
+/// One removed record.
+#[derive(Debug, Clone)]
+pub struct Removed {
+    pub file: String,
+    pub offset: u64,
+    pub record_type: String,
+    pub uri: String,
+    pub reason: Reason,
+}
+
+/// What `apply` did.
+#[derive(Debug, Default)]
+pub struct ApplyReport {
+    /// WARC files read.
+    pub files: usize,
+    /// Files rewritten (bare names).
+    pub rewritten: Vec<String>,
+    /// CDXJ files rewritten with them.
+    pub reindexed: Vec<PathBuf>,
+    pub removed: Vec<Removed>,
+    /// Records kept in the rewritten files.
+    pub kept: u64,
+    /// Files being written (`.open`), left alone.
+    pub skipped_open: Vec<PathBuf>,
+    /// Other CDXJ files that name a rewritten WARC: their offsets are now wrong.
+    pub stale_indexes: Vec<PathBuf>,
+}
+
+impl ApplyReport {
+    /// A human-readable account, one removed record per line.
+    pub fn describe(&self) -> String {
+        let mut s = String::new();
+        for r in &self.removed {
+            s.push_str(&format!(
+                "removed {} offset {} {} {} ({})\n",
+                r.file, r.offset, r.record_type, r.uri, r.reason
+            ));
+        }
+        for p in &self.skipped_open {
+            s.push_str(&format!(
+                "skipped {} (still being written; run again once it is closed)\n",
+                p.display()
+            ));
+        }
+        for p in &self.stale_indexes {
+            s.push_str(&format!(
+                "warning: {} names a rewritten WARC; rebuild it with `archiver index`\n",
+                p.display()
+            ));
+        }
+        s.push_str(&format!(
+            "{} records removed from {} of {} WARC files ({} records kept in them)\n",
+            self.removed.len(),
+            self.rewritten.len(),
+            self.files,
+            self.kept
+        ));
+        s
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    #[error("{}: {source}", .path.display())]
+    Io { path: PathBuf, source: io::Error },
+    #[error(transparent)]
+    Index(#[from] IndexError),
+    #[error("{} is damaged, so it was not rewritten (nothing was changed): {}", .path.display(), .problems.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("; "))]
+    Damaged {
+        path: PathBuf,
+        problems: Vec<Problem>,
+    },
+    #[error("the opt-out list matches all {0} captures in these WARCs; if that is really meant, run again with --force")]
+    MatchesEverything(u64),
+    #[error("the rewritten {} did not read back as expected ({message}); the original is untouched", .path.display())]
+    Verify { path: PathBuf, message: String },
+}
+
+fn io_at(path: &Path) -> impl FnOnce(io::Error) -> ApplyError + '_ {
+    move |source| ApplyError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// What the scan keeps of each record.
+#[derive(Debug, Clone)]
+struct RecInfo {
+    span: Span,
+    record_type: String,
+    id: Option<String>,
+    uri: Option<String>,
+    concurrent_to: Vec<String>,
+    refers_to: Option<String>,
+    refers_to_uri: Option<String>,
+}
+
+/// Collects [`RecInfo`] for every record of a file.
+#[derive(Default)]
+struct Scan {
+    records: Vec<RecInfo>,
+    problems: Vec<Problem>,
+}
+
+impl Visitor for Scan {
+    type Item = ();
+    fn record(&mut self, _: u64, _: &WarcHead, _: &mut dyn BufRead) -> io::Result<()> {
+        Ok(())
+    }
+    fn done(&mut self, span: Span, head: WarcHead, _: ()) {
+        let concurrent_to = head
+            .fields
+            .iter()
+            .filter(|(n, _)| n.eq_ignore_ascii_case("WARC-Concurrent-To"))
+            .map(|(_, v)| v.clone())
+            .collect();
+        self.records.push(RecInfo {
+            span,
+            record_type: head.record_type().unwrap_or("").to_string(),
+            id: head.record_id().map(str::to_string),
+            uri: head.target_uri(),
+            concurrent_to,
+            refers_to: head.get("WARC-Refers-To").map(str::to_string),
+            refers_to_uri: head.get("WARC-Refers-To-Target-URI").map(str::to_string),
+        });
+    }
+    fn problem(&mut self, p: Problem) {
+        self.problems.push(p);
+    }
+}
+
+/// One WARC file of the folder and its records.
+struct WarcFile {
+    path: PathBuf,
+    name: String,
+    records: Vec<RecInfo>,
+}
+
+/// Removes from the WARCs of `opts.warc_dir` every record the list covers, with the records
+/// of the same exchanges and the revisits that point at them (in any file of the folder), and
+/// rewrites their CDXJ. Each file is replaced atomically: the new file is written beside it,
+/// read back and checked, and only then renamed over the old one. Nothing is changed when a
+/// file that needs rewriting is damaged, or when the list covers every capture (without
+/// `force`).
+pub fn apply(list: &OptOutList, opts: &ApplyOptions) -> Result<ApplyReport, ApplyError> {
+    let mut report = ApplyReport::default();
+    let (paths, open) = warc_files(&opts.warc_dir)?;
+    report.skipped_open = open;
+    let mut files = Vec::new();
+    for path in paths {
+        // Skimming finds every record boundary without inflating bodies; a body damaged in a
+        // file that gets rewritten is still caught, by the full check of the new file.
+        let mut scan = Scan::default();
+        index::walk_skimming(&path, &mut scan)?;
+        let name = file_name(&path);
+        if !scan.problems.is_empty() {
+            return Err(ApplyError::Damaged {
+                path,
+                problems: scan.problems,
+            });
+        }
+        files.push(WarcFile {
+            path,
+            name,
+            records: scan.records,
+        });
+    }
+    report.files = files.len();
+    let removal = decide(list, &files);
+    let captures = files
+        .iter()
+        .flat_map(|f| &f.records)
+        .filter(|r| is_capture(r))
+        .count() as u64;
+    let removed_captures = removal
+        .iter()
+        .filter(|((f, r), _)| is_capture(&files[*f].records[*r]))
+        .count() as u64;
+    if captures > 0 && removed_captures == captures && !opts.force {
+        return Err(ApplyError::MatchesEverything(captures));
+    }
+    let index_dir = opts.index_dir.clone().or_else(|| {
+        let guess = opts.warc_dir.join("..").join("indexes");
+        guess.is_dir().then_some(guess)
+    });
+    for (fi, file) in files.iter().enumerate() {
+        let gone: HashMap<usize, &Reason> = removal
+            .iter()
+            .filter(|((f, _), _)| *f == fi)
+            .map(|((_, r), reason)| (*r, reason))
+            .collect();
+        if gone.is_empty() {
+            continue;
+        }
+        let kept = rewrite(file, &gone, index_dir.as_deref(), &mut report)?;
+        report.kept += kept;
+        let mut removed: Vec<Removed> = gone
+            .iter()
+            .map(|(&r, reason)| {
+                let rec = &file.records[r];
+                Removed {
+                    file: file.name.clone(),
+                    offset: rec.span.offset,
+                    record_type: rec.record_type.clone(),
+                    uri: rec.uri.clone().unwrap_or_default(),
+                    reason: (*reason).clone(),
+                }
+            })
+            .collect();
+        removed.sort_by_key(|r| r.offset);
+        report.removed.extend(removed);
+    }
+    if let Some(dir) = &index_dir {
+        report.stale_indexes = stale_indexes(dir, &report.rewritten)?;
+    }
+    Ok(report)
+}
+
+/// Records that replay as a web page: what "everything" means for the refusal (a tool's own
+/// log or manifest records do not count).
+fn is_capture(r: &RecInfo) -> bool {
+    let web = r.uri.as_deref().is_some_and(|u| {
+        let lower = u.get(..8).unwrap_or(u).to_ascii_lowercase();
+        lower.starts_with("http://") || lower.starts_with("https://")
+    });
+    web && matches!(r.record_type.as_str(), "response" | "revisit" | "resource")
+}
+
+/// The `.warc.gz` and `.warc` files of `dir` (sorted), and the `.open` ones left alone.
+fn warc_files(dir: &Path) -> Result<(Vec<PathBuf>, Vec<PathBuf>), ApplyError> {
+    let mut warcs = Vec::new();
+    let mut open = Vec::new();
+    for entry in fs::read_dir(dir).map_err(io_at(dir))? {
+        let path = entry.map_err(io_at(dir))?.path();
+        let name = file_name(&path);
+        if name.starts_with('.') || !path.is_file() {
+            continue;
+        }
+        if name.ends_with(".warc.gz") || name.ends_with(".warc") {
+            warcs.push(path);
+        } else if name.ends_with(".warc.gz.open") || name.ends_with(".warc.open") {
+            open.push(path);
+        }
+    }
+    warcs.sort();
+    open.sort();
+    Ok((warcs, open))
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// Which records go, keyed by (file index, record index): those the list covers, then, until
+/// nothing changes, those sharing an exchange with a removed record and those referring to
+/// one. warcinfo records always stay (they describe the file, not a capture).
+fn decide(list: &OptOutList, files: &[WarcFile]) -> HashMap<(usize, usize), Reason> {
+    let mut removal: HashMap<(usize, usize), Reason> = HashMap::new();
+    let mut by_id: HashMap<&str, (usize, usize)> = HashMap::new();
+    for (fi, f) in files.iter().enumerate() {
+        for (ri, r) in f.records.iter().enumerate() {
+            if let Some(id) = &r.id {
+                by_id.insert(id.as_str(), (fi, ri));
+            }
+            if r.record_type == "warcinfo" {
+                continue;
+            }
+            let own = r.uri.as_deref().and_then(|u| list.matches_str(u));
+            let original = r
+                .refers_to_uri
+                .as_deref()
+                .and_then(|u| list.matches_str(u).map(|e| (u, e)));
+            if let Some(entry) = own {
+                removal.insert((fi, ri), Reason::Matched(entry.clone()));
+            } else if let Some((uri, entry)) = original {
+                removal.insert((fi, ri), Reason::RevisitOf(uri.to_string(), entry.clone()));
+            }
+        }
+    }
+    loop {
+        let removed_ids: HashSet<&str> = removal
+            .keys()
+            .filter_map(|&(f, r)| files[f].records[r].id.as_deref())
+            .collect();
+        let mut added: Vec<((usize, usize), Reason)> = Vec::new();
+        for (fi, f) in files.iter().enumerate() {
+            for (ri, r) in f.records.iter().enumerate() {
+                if r.record_type == "warcinfo" || removal.contains_key(&(fi, ri)) {
+                    continue;
+                }
+                if let Some(id) = r
+                    .concurrent_to
+                    .iter()
+                    .find(|c| removed_ids.contains(c.as_str()))
+                {
+                    added.push(((fi, ri), Reason::ConcurrentTo(id.clone())));
+                } else if let Some(id) = r
+                    .refers_to
+                    .as_ref()
+                    .filter(|id| removed_ids.contains(id.as_str()))
+                {
+                    added.push(((fi, ri), Reason::RefersTo(id.clone())));
+                }
+            }
+        }
+        // The other direction of Concurrent-To: a removed record names its partners.
+        for &(f, r) in removal.keys() {
+            let rec = &files[f].records[r];
+            for partner in &rec.concurrent_to {
+                if let Some(&(pf, pr)) = by_id.get(partner.as_str()) {
+                    let is_info = files[pf].records[pr].record_type == "warcinfo";
+                    if !is_info && !removal.contains_key(&(pf, pr)) {
+                        let id = rec.id.clone().unwrap_or_default();
+                        added.push(((pf, pr), Reason::ConcurrentTo(id)));
+                    }
+                }
+            }
+        }
+        if added.is_empty() {
+            return removal;
+        }
+        for (k, reason) in added {
+            removal.entry(k).or_insert(reason);
+        }
+    }
+}
+
+/// Rewrites one file without the records in `gone`, checks it, then swaps it (and its CDXJ)
+/// in. Returns how many records were kept.
+fn rewrite(
+    file: &WarcFile,
+    gone: &HashMap<usize, &Reason>,
+    index_dir: Option<&Path>,
+    report: &mut ApplyReport,
+) -> Result<u64, ApplyError> {
+    let dir = file.path.parent().unwrap_or(Path::new("."));
+    let kept: Vec<&RecInfo> = file
+        .records
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !gone.contains_key(i))
+        .map(|(_, r)| r)
+        .collect();
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!(".{}.", file.name))
+        .suffix(".optout-part")
+        .tempfile_in(dir)
+        .map_err(io_at(dir))?;
+    copy_records(&file.path, &kept, tmp.as_file()).map_err(io_at(tmp.path()))?;
+    // The new file replaces the old one: same permissions (the temporary file has 0600).
+    let perms = fs::metadata(&file.path)
+        .map_err(io_at(&file.path))?
+        .permissions();
+    fs::set_permissions(tmp.path(), perms).map_err(io_at(tmp.path()))?;
+    tmp.as_file().sync_all().map_err(io_at(tmp.path()))?;
+    verify(tmp.path(), &kept)?;
+    let stem = warc_stem(&file.name);
+    let new_index = match index_dir {
+        Some(d) => Some(write_index_part(tmp.path(), &file.name, d, stem)?),
+        None => None,
+    };
+    // Swap: old index out of pywb's sight first, so no index ever points into the wrong file.
+    let mut old_index = None;
+    if let (Some(d), Some(_)) = (index_dir, &new_index) {
+        let current = d.join(format!("{stem}.cdxj"));
+        if current.exists() {
+            let aside = d.join(format!("{stem}.cdxj.pre-optout"));
+            fs::rename(&current, &aside).map_err(io_at(&current))?;
+            old_index = Some(aside);
+        }
+    }
+    tmp.persist(&file.path).map_err(|e| ApplyError::Io {
+        path: file.path.clone(),
+        source: e.error,
+    })?;
+    sync_dir(dir);
+    if let (Some(d), Some(part)) = (index_dir, new_index) {
+        let done = d.join(format!("{stem}.cdxj"));
+        fs::rename(&part, &done).map_err(io_at(&part))?;
+        sync_dir(d);
+        report.reindexed.push(done);
+    }
+    if let Some(aside) = old_index {
+        fs::remove_file(&aside).map_err(io_at(&aside))?;
+    }
+    report.rewritten.push(file.name.clone());
+    Ok(kept.len() as u64)
+}
+
+/// `NAME.warc.gz` / `NAME.warc` → `NAME`, as the WARC writer names indexes.
+fn warc_stem(name: &str) -> &str {
+    name.strip_suffix(".warc.gz")
+        .or_else(|| name.strip_suffix(".warc"))
+        .unwrap_or(name)
+}
+
+/// Copies the kept records byte for byte (their gzip members untouched, so every digest
+/// still holds), in file order, joining neighbours into one copy.
+fn copy_records(src: &Path, kept: &[&RecInfo], out: &File) -> io::Result<()> {
+    let mut input = File::open(src)?;
+    let mut out = BufWriter::new(out);
+    let mut i = 0;
+    while i < kept.len() {
+        let start = kept[i].span.offset;
+        let mut end = kept[i].span.end;
+        while i + 1 < kept.len() && kept[i + 1].span.offset == end {
+            i += 1;
+            end = kept[i].span.end;
+        }
+        input.seek(SeekFrom::Start(start))?;
+        let copied = io::copy(&mut (&mut input).take(end - start), &mut out)?;
+        if copied != end - start {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the WARC changed while it was being rewritten",
+            ));
+        }
+        i += 1;
+    }
+    out.flush()
+}
+
+/// Reads the new file back, inflating every member and checking its CRC: it must hold
+/// exactly the kept records, in order, undamaged.
+fn verify(path: &Path, kept: &[&RecInfo]) -> Result<(), ApplyError> {
+    let fail = |message: String| ApplyError::Verify {
+        path: path.to_path_buf(),
+        message,
+    };
+    let mut scan = Scan::default();
+    index::walk(path, &mut scan).map_err(|e| fail(e.to_string()))?;
+    if let Some(p) = scan.problems.first() {
+        return Err(fail(p.to_string()));
+    }
+    if scan.records.len() != kept.len() {
+        return Err(fail(format!(
+            "{} records instead of {}",
+            scan.records.len(),
+            kept.len()
+        )));
+    }
+    for (got, want) in scan.records.iter().zip(kept) {
+        if got.id != want.id || got.record_type != want.record_type {
+            return Err(fail(format!("record {:?} out of place", want.id)));
+        }
+    }
+    Ok(())
+}
+
+/// Indexes the new file (under its final name) into `DIR/STEM.cdxj.optout-part`.
+fn write_index_part(
+    new_warc: &Path,
+    name: &str,
+    dir: &Path,
+    stem: &str,
+) -> Result<PathBuf, ApplyError> {
+    let (lines, problems) = index::cdxj_for_file(new_warc, name)?;
+    if let Some(p) = problems.first() {
+        return Err(ApplyError::Verify {
+            path: new_warc.to_path_buf(),
+            message: p.to_string(),
+        });
+    }
+    let part = dir.join(format!("{stem}.cdxj.optout-part"));
+    let write = || -> io::Result<()> {
+        let mut out = BufWriter::new(File::create(&part)?);
+        for line in &lines {
+            out.write_all(line.as_bytes())?;
+            out.write_all(b"\n")?;
+        }
+        let file = out.into_inner().map_err(|e| e.into_error())?;
+        file.sync_all()
+    };
+    write().map_err(io_at(&part))?;
+    Ok(part)
+}
+
+/// CDXJ files in `dir` other than the per-WARC ones just rewritten that still name one of
+/// the rewritten WARCs (a merged index, say): their offsets no longer hold.
+fn stale_indexes(dir: &Path, rewritten: &[String]) -> Result<Vec<PathBuf>, ApplyError> {
+    if rewritten.is_empty() {
+        return Ok(Vec::new());
+    }
+    let own: HashSet<String> = rewritten
+        .iter()
+        .map(|n| format!("{}.cdxj", warc_stem(n)))
+        .collect();
+    let needles: Vec<String> = rewritten
+        .iter()
+        .map(|n| format!("\"filename\": {}", crate::cdx::python_json_string(n)))
+        .collect();
+    let mut stale = Vec::new();
+    for entry in fs::read_dir(dir).map_err(io_at(dir))? {
+        let path = entry.map_err(io_at(dir))?.path();
+        let name = file_name(&path);
+        if !name.ends_with(".cdxj") || own.contains(&name) {
+            continue;
+        }
+        let reader = BufReader::new(File::open(&path).map_err(io_at(&path))?);
+        for line in reader.split(b'\n') {
+            let line = line.map_err(io_at(&path))?;
+            let line = String::from_utf8_lossy(&line);
+            if needles.iter().any(|n| line.contains(n.as_str())) {
+                stale.push(path.clone());
+                break;
+            }
+        }
+    }
+    stale.sort();
+    Ok(stale)
+}
+
+/// Makes renames durable where the platform allows it.
+fn sync_dir(dir: &Path) {
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn list(text: &str) -> Result<OptOutList, OptOutError> {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("optout.txt");
+        fs::write(&p, text).unwrap();
+        OptOutList::load(&[p])
+    }
+
+    fn u(s: &str) -> url::Url {
+        url::Url::parse(s).unwrap()
+    }
+
+    #[test]
+    fn every_kind_of_entry_matches_what_it_names() {
+        let l = list(
+            "# opt-outs\n\
+             http://example.com/private/  2026-11-30  # by mail\n\
+             example.org\n\
+             example.net:8080\n\
+             *.example.edu\n\
+             .example.info\n\
+             com,example)/cgi-bin\n",
+        )
+        .unwrap();
+        assert_eq!(l.entries().len(), 6);
+        let e = l.matches(&u("http://example.com/private/x")).unwrap();
+        assert_eq!(e.kind, EntryKind::UrlPrefix);
+        assert_eq!(e.line, 2);
+        assert_eq!(e.received, NaiveDate::from_ymd_opt(2026, 11, 30));
+        assert!(l.matches(&u("https://www.example.com/private/")).is_some());
+        assert!(l.matches(&u("http://example.com/public/")).is_none());
+        // SURT has no trailing slash: /private and /private/ are one page to pywb.
+        assert!(l.matches(&u("http://example.com/private")).is_some());
+        assert!(l.matches(&u("http://example.com/private/?a=1")).is_some());
+        assert!(l.matches(&u("http://example.com/privateer/")).is_none());
+        assert!(l.matches(&u("http://example.org:81/a")).is_some());
+        assert!(l.matches(&u("http://sub.example.org/a")).is_none());
+        assert!(l.matches(&u("http://example.orgy/")).is_none());
+        assert!(l.matches(&u("http://example.net:8080/a")).is_some());
+        assert!(l.matches(&u("http://example.net/a")).is_none());
+        for url in [
+            "http://example.edu/",
+            "http://a.b.example.edu:9/x",
+            "http://example.info/",
+        ] {
+            assert_eq!(l.matches(&u(url)).unwrap().kind, EntryKind::Domain, "{url}");
+        }
+        assert!(l.matches(&u("http://notexample.edu/")).is_none());
+        assert_eq!(
+            l.matches(&u("http://example.com/cgi-bin/x?a=1"))
+                .unwrap()
+                .kind,
+            EntryKind::Surt
+        );
+    }
+
+    #[test]
+    fn whole_host_blocks_only_for_host_wide_entries() {
+        let l =
+            list("127.0.0.1\nhttp://example.com/private/\n*.example.edu\nhttp://example.org/\n")
+                .unwrap();
+        assert!(l.blocks_whole_host(&u("http://127.0.0.1:8080/robots.txt")));
+        assert!(!l.blocks_whole_host(&u("http://127.0.0.2:8080/")));
+        assert!(!l.blocks_whole_host(&u("http://example.com/private/")));
+        assert!(l.blocks_whole_host(&u("https://www.example.edu/")));
+        assert!(l.blocks_whole_host(&u("http://example.org/anything")));
+    }
+
+    #[test]
+    fn malformed_lines_are_all_named() {
+        let err = list(
+            "example.com\nhttp://a.com/ 2026-13-01\nftp://x.org/\n(com,example)/\nexample.com extra words\nbad host!\n*.1.2.3.4\n",
+        )
+        .unwrap_err();
+        let OptOutError::Malformed(errors) = &err else {
+            panic!("{err}")
+        };
+        let lines: Vec<usize> = errors.iter().map(|e| e.line).collect();
+        assert_eq!(lines, vec![2, 3, 4, 5, 6, 7], "{err}");
+        assert!(err.to_string().contains("optout.txt:2:"), "{err}");
+    }
+
+    #[test]
+    fn longest_prefix_wins_and_is_found_past_longer_neighbours() {
+        let l = list("com,example)/\ncom,example)/a/b\ncom,example)/a/bz\n").unwrap();
+        assert_eq!(l.matches_key("com,example)/a/b/c").unwrap().line, 2);
+        assert_eq!(l.matches_key("com,example)/a/c").unwrap().line, 1);
+        assert!(l.matches_key("com,examplf)/").is_none());
+    }
+
+    fn rec(kind: &str, id: &str, uri: &str) -> RecInfo {
+        RecInfo {
+            span: Span {
+                offset: 0,
+                length: 0,
+                end: 0,
+            },
+            record_type: kind.into(),
+            id: Some(id.into()),
+            uri: Some(uri.into()),
+            concurrent_to: Vec::new(),
+            refers_to: None,
+            refers_to_uri: None,
+        }
+    }
+
+    #[test]
+    fn removal_follows_exchanges_and_revisits_across_files() {
+        let l = list("http://a.test/x\n").unwrap();
+        let mut meta = rec("metadata", "<m>", "http://other.test/about-x");
+        meta.concurrent_to = vec!["<r>".into()];
+        let mut by_id = rec("revisit", "<v1>", "http://b.test/copy");
+        by_id.refers_to = Some("<r>".into());
+        let mut chained = rec("revisit", "<v2>", "http://c.test/copy");
+        chained.refers_to = Some("<v1>".into());
+        let mut partner = rec("request", "<q>", "http://elsewhere.test/");
+        let mut response = rec("response", "<r>", "http://a.test/x");
+        response.concurrent_to = vec!["<q>".into()];
+        partner.concurrent_to = Vec::new();
+        let files = vec![
+            WarcFile {
+                path: PathBuf::from("a"),
+                name: "a".into(),
+                records: vec![
+                    rec("warcinfo", "<i>", ""),
+                    response,
+                    meta,
+                    partner,
+                    rec("response", "<k>", "http://a.test/y"),
+                ],
+            },
+            WarcFile {
+                path: PathBuf::from("b"),
+                name: "b".into(),
+                records: vec![by_id, chained],
+            },
+        ];
+        let removal = decide(&l, &files);
+        let mut gone: Vec<(usize, usize)> = removal.keys().copied().collect();
+        gone.sort();
+        assert_eq!(gone, vec![(0, 1), (0, 2), (0, 3), (1, 0), (1, 1)]);
+        assert!(matches!(removal[&(0, 1)], Reason::Matched(_)));
+        assert_eq!(removal[&(0, 2)], Reason::ConcurrentTo("<r>".into()));
+        assert_eq!(removal[&(1, 1)], Reason::RefersTo("<v1>".into()));
+    }
+
+    #[test]
+    fn aclj_lines_are_sorted_descending() {
+        let l = list("example.com\nhttp://example.com/private/\n").unwrap();
+        let lines = l.aclj_lines();
+        let mut sorted = lines.clone();
+        sorted.sort();
+        sorted.reverse();
+        assert_eq!(lines, sorted);
+        for key in [
+            "com,example)/private###",
+            "com,example)/private/",
+            "com,example:",
+        ] {
+            let line = format!("{key} - {{\"access\": \"exclude\"}}");
+            assert!(lines.contains(&line), "{lines:?}");
+        }
+        assert_eq!(lines.len(), 5, "{lines:?}");
+    }
+}
