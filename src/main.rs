@@ -31,6 +31,73 @@ enum Command {
         #[command(subcommand)]
         command: ProfileCommand,
     },
+    /// (Re)build sorted CDXJ from WARC files (any tool's), as cdxj-indexer would.
+    Index {
+        /// WARC files (.warc.gz with one gzip member per record, or plain .warc), or folders
+        /// to search for them.
+        #[arg(required = true, value_name = "WARC")]
+        warcs: Vec<PathBuf>,
+        /// Write the CDXJ here instead of standard output.
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+    /// Compare two crawls of the same sites: pages added, removed, changed, unchanged.
+    Diff {
+        /// The earlier crawl: an output folder (with indexes/), a folder of .cdxj files, or a
+        /// .cdxj file.
+        old: PathBuf,
+        /// The later crawl, given the same way.
+        new: PathBuf,
+        /// Report format.
+        #[arg(long, value_enum, default_value_t = DiffFormat::Text)]
+        format: DiffFormat,
+        /// Write the report here instead of standard output.
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+        /// pywb collection URL (e.g. http://127.0.0.1:8080/crawl) the HTML report links to.
+        #[arg(long, value_name = "BASE_URL")]
+        pywb: Option<String>,
+        /// Instead of the report: the text diff of this page between its two captures.
+        #[arg(long, value_name = "URL")]
+        url: Option<String>,
+    },
+    /// Apply opt-out lists to archived WARCs, or turn them into pywb access rules.
+    Optout {
+        #[command(subcommand)]
+        command: OptoutCommand,
+    },
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum DiffFormat {
+    Text,
+    Json,
+    Html,
+}
+
+#[derive(Subcommand)]
+enum OptoutCommand {
+    /// Rewrite the WARCs (and their CDXJ) without the records the lists cover.
+    Apply {
+        /// Opt-out list files.
+        #[arg(required = true, value_name = "LIST")]
+        lists: Vec<PathBuf>,
+        /// The folder of WARC files (a crawl's OUT/warcs).
+        #[arg(long, value_name = "DIR")]
+        warcs: PathBuf,
+        /// The folder of their CDXJ files (default: DIR/../indexes when it exists).
+        #[arg(long, value_name = "DIR")]
+        indexes: Option<PathBuf>,
+        /// Go ahead even when the lists cover every capture.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Print a pywb access-control file (.aclj) excluding what the lists cover.
+    Aclj {
+        /// Opt-out list files.
+        #[arg(required = true, value_name = "LIST")]
+        lists: Vec<PathBuf>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -59,6 +126,26 @@ fn main() -> ExitCode {
             }),
             _,
         ) => check(file),
+        (Some(Command::Index { warcs, output }), _) => index(&warcs, output.as_deref()),
+        (
+            Some(Command::Diff {
+                old,
+                new,
+                format,
+                output,
+                pywb,
+                url,
+            }),
+            _,
+        ) => diff(
+            &old,
+            &new,
+            format,
+            output.as_deref(),
+            pywb.as_deref(),
+            url.as_deref(),
+        ),
+        (Some(Command::Optout { command }), _) => optout(command),
         (None, None) => {
             eprintln!("archiver: nothing to do; try `archiver crawl --profile FILE` or --help");
             ExitCode::from(2)
@@ -118,6 +205,191 @@ fn crawl(path: PathBuf) -> ExitCode {
         Err(e) => {
             eprintln!("archiver: {e:#}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// `archiver index`: exit 0 when every file was read whole, 1 when some were damaged or
+/// unreadable (the lines of what could be read are written all the same).
+fn index(inputs: &[PathBuf], output: Option<&std::path::Path>) -> ExitCode {
+    let warcs = match archiver::index::expand_inputs(inputs) {
+        Ok(files) => files,
+        Err(e) => {
+            eprintln!("archiver: index: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let warcs = &warcs[..];
+    let result = match output {
+        Some(path) => write_atomically(path, |out| archiver::index::index_to(warcs, out)),
+        None => {
+            let stdout = std::io::stdout();
+            let mut out = std::io::BufWriter::new(stdout.lock());
+            archiver::index::index_to(warcs, &mut out)
+                .and_then(|r| std::io::Write::flush(&mut out).map(|_| r))
+        }
+    };
+    let report = match result {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("archiver: index: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    for (path, problem) in &report.problems {
+        eprintln!("archiver: index: {}: {problem}", path.display());
+    }
+    for e in &report.failed {
+        eprintln!("archiver: index: {e}");
+    }
+    eprintln!(
+        "archiver: index: {} lines from {} of {} files",
+        report.lines,
+        report.files,
+        warcs.len()
+    );
+    if report.problems.is_empty() && report.failed.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// Writes `path` through a temporary file beside it, renamed into place only when `write`
+/// succeeded, so a failed run never leaves half a file under the real name.
+fn write_atomically<T>(
+    path: &std::path::Path,
+    write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<T>,
+) -> std::io::Result<T> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".archiver-")
+        .suffix(".part")
+        .tempfile_in(dir)?;
+    let value = {
+        let mut out = std::io::BufWriter::new(tmp.as_file_mut());
+        let value = write(&mut out)?;
+        std::io::Write::flush(&mut out)?;
+        value
+    };
+    // tempfile creates 0600; a report or index is an ordinary file.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        tmp.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(0o644))?;
+    }
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(value)
+}
+
+/// `archiver diff`: exit 0 with a report, 1 when the crawls cannot be compared.
+fn diff(
+    old: &std::path::Path,
+    new: &std::path::Path,
+    format: DiffFormat,
+    output: Option<&std::path::Path>,
+    pywb: Option<&str>,
+    url: Option<&str>,
+) -> ExitCode {
+    use archiver::diff::{self as d, Crawl, Format};
+    let crawls = Crawl::locate(old).and_then(|o| Crawl::locate(new).map(|n| (o, n)));
+    let (old, new) = match crawls {
+        Ok(pair) => pair,
+        Err(e) => {
+            eprintln!("archiver: diff: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let format = match format {
+        DiffFormat::Text => Format::Text,
+        DiffFormat::Json => Format::Json,
+        DiffFormat::Html => Format::Html,
+    };
+    let run = |out: &mut dyn std::io::Write| -> std::io::Result<Result<(), d::DiffError>> {
+        let result = match url {
+            Some(url) => d::page_diff(&old, &new, url).map(|text| out.write_all(text.as_bytes())),
+            None => d::diff(&old, &new, format, pywb, out).map(|_| Ok(())),
+        };
+        match result {
+            Ok(written) => written.map(Ok),
+            Err(e) => Ok(Err(e)),
+        }
+    };
+    let result = match output {
+        Some(path) => write_atomically(path, |out| match run(out)? {
+            Ok(()) => Ok(Ok(())),
+            // Keep the old file rather than replace it with half a report.
+            Err(e) => Err(std::io::Error::other(e.to_string())),
+        }),
+        None => {
+            let stdout = std::io::stdout();
+            let mut out = std::io::BufWriter::new(stdout.lock());
+            run(&mut out).and_then(|r| std::io::Write::flush(&mut out).map(|_| r))
+        }
+    };
+    match result {
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(e)) => {
+            eprintln!("archiver: diff: {e}");
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("archiver: diff: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `archiver optout`: exit 2 on a malformed list, 1 when applying failed (nothing changed in
+/// the file that failed), 0 otherwise.
+fn optout(command: OptoutCommand) -> ExitCode {
+    use archiver::optout::{self as o, OptOutList};
+    let lists = match &command {
+        OptoutCommand::Apply { lists, .. } | OptoutCommand::Aclj { lists } => lists,
+    };
+    let list = match OptOutList::load(lists) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("archiver: optout: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match command {
+        OptoutCommand::Aclj { .. } => {
+            let mut text = String::new();
+            for line in list.aclj_lines() {
+                text.push_str(&line);
+                text.push('\n');
+            }
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        OptoutCommand::Apply {
+            warcs,
+            indexes,
+            force,
+            ..
+        } => {
+            let opts = o::ApplyOptions {
+                warc_dir: warcs,
+                index_dir: indexes,
+                force,
+            };
+            match o::apply(&list, &opts) {
+                Ok(report) => {
+                    print!("{}", report.describe());
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("archiver: optout apply: {e}");
+                    ExitCode::FAILURE
+                }
+            }
         }
     }
 }
