@@ -496,8 +496,12 @@ impl Crawler {
     fn queue_seeds(&self) {
         for seed in self.profile.seeds.clone() {
             let mut st = lock(&self.state);
-            match st.frontier.mark_seen(&seed) {
-                Ok(true) => self.enqueue(&mut st, Candidate::seed(seed)),
+            let seed = Candidate::seed(seed);
+            if self.opted_out(&seed) {
+                continue;
+            }
+            match st.frontier.mark_seen(&seed.url) {
+                Ok(true) => self.enqueue(&mut st, seed),
                 Ok(false) => {}
                 Err(e) => self.fail(e),
             }
@@ -766,6 +770,14 @@ impl Crawler {
                     return None;
                 }
             };
+            if self.opted_out(&candidate) {
+                // Queued before the list named it (e.g. by an earlier run): dropped now.
+                if let Err(e) = st.frontier.done(&candidate.url) {
+                    self.fail(e);
+                    return None;
+                }
+                continue;
+            }
             let allowed = !self.profile.obey_robots
                 || match &st.sites.get(origin)?.robots {
                     RobotsState::Known(p) => p.allows(&candidate.url),
@@ -1296,6 +1308,9 @@ impl Crawler {
                 self.log_unfetched(&candidate, status::OUT_OF_SCOPE, why);
                 continue;
             }
+            if self.opted_out(&candidate) {
+                continue;
+            }
             if let Some(trap) = crate::traps::url_trap(&candidate.url) {
                 self.log_trap(&candidate, &trap);
                 continue;
@@ -1478,6 +1493,28 @@ impl Crawler {
             extra: Some(serde_json::json!({ "error": e.to_string() })),
             ..Entry::default()
         });
+    }
+
+    /// True (and logged, `-5001` like Heritrix's "blocked by user") when an opt-out list
+    /// names the URL: it is never requested. A site whose whole host is opted out never even
+    /// gets its robots.txt asked for, since none of its URLs is ever queued.
+    fn opted_out(&self, c: &Candidate) -> bool {
+        let Some(entry) = self.profile.optout.matches(&c.url) else {
+            return false;
+        };
+        self.write_log(Entry {
+            status: status::BLOCKED_BY_USER,
+            uri: c.url.as_str(),
+            path: &c.path,
+            via: c.via.as_ref().map(Url::as_str),
+            annotations: vec!["optout".to_string()],
+            extra: Some(serde_json::json!({
+                "optout": entry.text,
+                "list": format!("{}:{}", entry.source.display(), entry.line),
+            })),
+            ..Entry::default()
+        });
+        true
     }
 
     /// A URL dropped as a crawler trap: out of scope, with the rule and what it saw.

@@ -15,6 +15,7 @@ pub mod status {
     pub const DNS_FAILED: i32 = -1;
     pub const ROBOTS_PREREQUISITE_FAILED: i32 = -61;
     pub const OUT_OF_SCOPE: i32 = -5000;
+    pub const BLOCKED_BY_USER: i32 = -5001;
     pub const BLOCKED_BY_QUOTA: i32 = -5003;
     pub const ROBOTS_PRECLUDED: i32 = -9998;
 }

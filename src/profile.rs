@@ -48,6 +48,14 @@ struct RawProfile {
     resolve: std::collections::BTreeMap<String, String>,
     #[serde(default)]
     dedup: RawDedup,
+    #[serde(default)]
+    optout: RawOptOut,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct RawOptOut {
+    lists: Vec<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -220,6 +228,9 @@ pub struct Profile {
     pub robots_token: String,
     /// Earlier crawls' CDXJ files or folders: payloads archived there become revisits here.
     pub dedup_previous: Vec<PathBuf>,
+    /// Opt-out list files, and what they say: nothing they match is requested.
+    pub optout_lists: Vec<PathBuf>,
+    pub optout: crate::optout::OptOutList,
     /// Host names mapped to addresses by the profile, like curl's `--resolve`.
     pub resolve: std::collections::HashMap<String, std::net::IpAddr>,
     pub max_body_bytes: u64,
@@ -388,7 +399,17 @@ impl Profile {
             .iter()
             .map(|p| format!("{:?}", p.display().to_string()))
             .collect();
-        format!("\n[dedup]\nprevious = [{}]\n", paths.join(", "))
+        let lists: Vec<String> = self
+            .optout_lists
+            .iter()
+            .map(|p| format!("{:?}", p.display().to_string()))
+            .collect();
+        format!(
+            "\n[dedup]\nprevious = [{}]\n\n[optout]\nlists = [{}]\n# {} opt-out entries\n",
+            paths.join(", "),
+            lists.join(", "),
+            self.optout.entries().len()
+        )
     }
 
     /// The `[scope]` keys of [`RuleSettings`], one per line.
@@ -580,6 +601,9 @@ impl Checker<'_> {
         let warc_max_bytes = self.positive("output.warc_max_bytes", out.warc_max_bytes)?;
         let base = self.path.parent().unwrap_or(Path::new("."));
         let dedup_previous = self.dedup_paths(base, &raw.dedup.previous)?;
+        let optout_lists: Vec<PathBuf> = raw.optout.lists.iter().map(|l| base.join(l)).collect();
+        let optout = crate::optout::OptOutList::load(&optout_lists)
+            .map_err(|e| self.error("optout.lists", e.to_string()))?;
         Ok(Profile {
             path: self.path.to_path_buf(),
             source: self.source.to_string(),
@@ -600,6 +624,8 @@ impl Checker<'_> {
             },
             robots_token,
             dedup_previous,
+            optout_lists,
+            optout,
             resolve,
             max_body_bytes,
             timeout,
