@@ -7,6 +7,9 @@
 # The tools (warcio, cdxj-indexer, pywb, surt; pinned) live in a venv at <repo>/.venv, or at
 # $ARCHIVER_VENV when that is set. pip runs only when a pinned version is missing.
 set -euo pipefail
+# Nothing here reads standard input; cargo's rustc probe does (`rustc -`), and an odd stdin
+# (closed, or a binary pipe) makes that probe fail and cargo cache the failure.
+exec </dev/null
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$REPO"
