@@ -1561,28 +1561,6 @@ pub(crate) mod tests {
     }
 
     /// The Python venv with warcio: `ARCHIVER_VENV`, else the repo's `.venv`, else /tmp/pyv.
-    fn venv() -> Option<PathBuf> {
-        let dir = match std::env::var_os("ARCHIVER_VENV") {
-            Some(dir) => PathBuf::from(dir),
-            None => [
-                Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv"),
-                "/tmp/pyv".into(),
-            ]
-            .into_iter()
-            .find(|d| d.join("bin/warcio").exists())
-            .unwrap_or_else(|| PathBuf::from("/tmp/pyv")),
-        };
-        if dir.join("bin/warcio").exists() {
-            Some(dir)
-        } else {
-            eprintln!(
-                "NOTE: no Python venv with warcio at {} (set ARCHIVER_VENV); warcio checks skipped",
-                dir.display()
-            );
-            None
-        }
-    }
-
     fn warcio(venv: &Path, args: &[&str]) -> (bool, String) {
         let out = Command::new(venv.join("bin/warcio"))
             .args(args)
@@ -1823,7 +1801,7 @@ pub(crate) mod tests {
 
     #[test]
     fn warcio_checks_digests_and_agrees_on_offsets() {
-        let Some(venv) = venv() else { return };
+        let venv = required_venv();
         let dir = tempfile::tempdir().unwrap();
         let mut cases = vec![simple_case(), big_case(), truncated_case()];
         let path = write_all(dir.path(), WarcVersion::V1_1, &mut cases);
@@ -1858,7 +1836,7 @@ pub(crate) mod tests {
         // warcio hashes the payload as it sits in the record (chunk framing included); the
         // fetcher gives the digest after transfer decoding, as WARC 1.1 says. warcio check
         // must flag exactly that, and nothing else, on a chunked response.
-        let Some(venv) = venv() else { return };
+        let venv = required_venv();
         let dir = tempfile::tempdir().unwrap();
         let mut cases = vec![simple_case(), chunked_case()];
         let path = write_all(dir.path(), WarcVersion::V1_1, &mut cases);
@@ -2042,10 +2020,8 @@ pub(crate) mod tests {
         let info = String::from_utf8_lossy(&all[0].2);
         assert!(info.contains("\r\nformat: WARC File Format 1.0\r\n"));
         assert!(info.contains(WarcVersion::V1_0.conforms_to()));
-        if let Some(venv) = venv() {
-            let (ok, out) = warcio(&venv, &["check", path.to_str().unwrap()]);
-            assert!(ok, "{out}");
-        }
+        let (ok, out) = warcio(&required_venv(), &["check", path.to_str().unwrap()]);
+        assert!(ok, "{out}");
     }
 
     #[test]
