@@ -222,6 +222,7 @@ impl Crawler {
             user_agent: profile.user_agent.clone(),
             timeout: profile.timeout,
             max_body_bytes: profile.max_body_bytes,
+            extra_roots: profile.extra_roots.clone(),
         });
         runlog.line(&format!(
             "start crawl {:?} with profile {} as {:?}",

@@ -34,6 +34,8 @@ pub struct FetchSettings {
     pub user_agent: String,
     pub timeout: Duration,
     pub max_body_bytes: u64,
+    /// Root certificates (DER) trusted besides the Mozilla roots.
+    pub extra_roots: Vec<Vec<u8>>,
 }
 
 /// Why an exchange produced no response. The numbers are Heritrix's crawl.log codes.
@@ -125,9 +127,17 @@ pub struct Fetcher {
 
 impl Fetcher {
     pub fn new(settings: FetchSettings) -> Fetcher {
-        let roots = rustls::RootCertStore {
+        let mut roots = rustls::RootCertStore {
             roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
         };
+        for der in &settings.extra_roots {
+            let cert = rustls::pki_types::CertificateDer::from(der.clone());
+            if let Err(e) = roots.add(cert) {
+                // Checked when the profile was read; a certificate rustls still refuses is
+                // reported and left out rather than trusted half-way.
+                tracing::error!("an extra root certificate was refused: {e}");
+            }
+        }
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut config = rustls::ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()

@@ -50,6 +50,14 @@ struct RawProfile {
     dedup: RawDedup,
     #[serde(default)]
     optout: RawOptOut,
+    #[serde(default)]
+    tls: RawTls,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct RawTls {
+    extra_roots: Vec<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -228,6 +236,9 @@ pub struct Profile {
     pub robots_token: String,
     /// Earlier crawls' CDXJ files or folders: payloads archived there become revisits here.
     pub dedup_previous: Vec<PathBuf>,
+    /// Extra trusted root certificates (DER), besides the Mozilla roots: for local mirrors and
+    /// tests served with a private certificate authority.
+    pub extra_roots: Vec<Vec<u8>>,
     /// Opt-out list files, and what they say: nothing they match is requested.
     pub optout_lists: Vec<PathBuf>,
     pub optout: crate::optout::OptOutList,
@@ -601,6 +612,7 @@ impl Checker<'_> {
         let warc_max_bytes = self.positive("output.warc_max_bytes", out.warc_max_bytes)?;
         let base = self.path.parent().unwrap_or(Path::new("."));
         let dedup_previous = self.dedup_paths(base, &raw.dedup.previous)?;
+        let extra_roots = self.extra_roots(base, &raw.tls.extra_roots)?;
         let optout_lists: Vec<PathBuf> = raw.optout.lists.iter().map(|l| base.join(l)).collect();
         let optout = crate::optout::OptOutList::load(&optout_lists)
             .map_err(|e| self.error("optout.lists", e.to_string()))?;
@@ -626,6 +638,7 @@ impl Checker<'_> {
             dedup_previous,
             optout_lists,
             optout,
+            extra_roots,
             resolve,
             max_body_bytes,
             timeout,
@@ -684,6 +697,24 @@ impl Checker<'_> {
             ));
         }
         Ok((ua.to_string(), token))
+    }
+
+    /// `[tls] extra_roots`: PEM files of certificates to trust, relative to the profile.
+    fn extra_roots(&self, base: &Path, raw: &[String]) -> Result<Vec<Vec<u8>>, ProfileError> {
+        use rustls::pki_types::pem::PemObject;
+        let mut roots = Vec::new();
+        for file in raw {
+            let path = base.join(file);
+            let certs: Vec<_> = rustls::pki_types::CertificateDer::pem_file_iter(&path)
+                .and_then(|it| it.collect::<Result<Vec<_>, _>>())
+                .map_err(|e| self.error("tls.extra_roots", format!("{}: {e}", path.display())))?;
+            if certs.is_empty() {
+                let msg = format!("{} holds no PEM certificate", path.display());
+                return Err(self.error("tls.extra_roots", msg));
+            }
+            roots.extend(certs.into_iter().map(|c| c.to_vec()));
+        }
+        Ok(roots)
     }
 
     /// `[dedup] previous`: paths relative to the profile's folder, which must exist.
