@@ -416,10 +416,12 @@ impl Profile {
             .map(|p| format!("{:?}", p.display().to_string()))
             .collect();
         format!(
-            "\n[dedup]\nprevious = [{}]\n\n[optout]\nlists = [{}]\n# {} opt-out entries\n",
+            "\n[dedup]\nprevious = [{}]\n\n[optout]\nlists = [{}]\n# {} opt-out entries\n\n\
+             [tls]\n# {} extra root certificates\n",
             paths.join(", "),
             lists.join(", "),
-            self.optout.entries().len()
+            self.optout.entries().len(),
+            self.extra_roots.len()
         )
     }
 
