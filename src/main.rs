@@ -261,6 +261,14 @@ fn write_atomically<T>(
     path: &std::path::Path,
     write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<T>,
 ) -> std::io::Result<T> {
+    // `-o /dev/null`, `-o /dev/stdout` or a FIFO: write straight into it. Renaming a temporary
+    // file over it would replace the device node itself.
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+        let mut out = std::io::BufWriter::new(std::fs::OpenOptions::new().write(true).open(path)?);
+        let value = write(&mut out)?;
+        std::io::Write::flush(&mut out)?;
+        return Ok(value);
+    }
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => std::path::Path::new("."),

@@ -20,7 +20,7 @@
 //!   commits are queued or in flight again and are fetched a second time; nothing that was
 //!   queued is lost. (Whether their WARC records survived is up to the WARC writer's syncing.)
 //!
-//! # Layout (format 1), chosen by measurement (`tools/bench/frontier.sh`)
+//! # Layout (format 2), chosen by measurement (`tools/bench/frontier.sh`)
 //! - `meta(key, value)`: format version and the crawl identity (profile name and seeds), so a
 //!   state folder is never resumed by another profile; `PRAGMA application_id` marks the file.
 //! - `sites(id, origin, accepted, pages, embeds, next_seq)`: one row per site. The counters are
@@ -55,7 +55,8 @@ use crate::frontier::{seen_key, Candidate, Frontier, FrontierError};
 pub const FILE_NAME: &str = "frontier.sqlite";
 
 /// Bumped whenever the tables change meaning: an older or newer file is refused, not guessed at.
-const FORMAT_VERSION: i64 = 1;
+/// (Format 1 was a draft of this module with a hash-keyed seen-set; its files are refused.)
+const FORMAT_VERSION: i64 = 2;
 
 /// `PRAGMA application_id` of our files ("ArcF"), so a foreign SQLite file is told apart.
 const APPLICATION_ID: i32 = 0x4172_6346;
@@ -1264,6 +1265,21 @@ mod tests {
             }
         };
         assert!(failed);
+    }
+
+    #[test]
+    fn another_format_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = open(dir.path());
+        f.conn
+            .execute("UPDATE meta SET value = '1' WHERE key = 'format'", [])
+            .unwrap();
+        drop(f);
+        let msg = open_err(dir.path(), &ident());
+        assert!(
+            msg.contains("frontier format 1") && msg.contains("format 2"),
+            "{msg}"
+        );
     }
 
     #[test]

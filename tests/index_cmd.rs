@@ -272,3 +272,39 @@ fn damage_is_reported_with_its_offset_and_the_rest_indexed() {
         .count();
     assert_eq!(from_truncated, 10);
 }
+
+/// `-o` onto something that is not a regular file (a FIFO here; `/dev/null` in real use) writes
+/// into it: renaming a temporary file over it would replace the special file itself.
+#[test]
+fn output_onto_a_special_file_writes_into_it() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fifo = dir.path().join("pipe");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo");
+    assert!(made.success());
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read_to_string(fifo).expect("read fifo"))
+    };
+    let warc =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/cdx/basic.warc.gz");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_archiver"))
+        .arg("index")
+        .arg(&warc)
+        .arg("-o")
+        .arg(&fifo)
+        .output()
+        .expect("run archiver index");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = reader.join().expect("reader");
+    assert!(text.lines().count() > 0, "the CDXJ went through the pipe");
+    let kind = std::fs::symlink_metadata(&fifo).expect("stat").file_type();
+    assert!(kind.is_fifo(), "the FIFO is still a FIFO");
+}
