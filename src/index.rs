@@ -1424,6 +1424,21 @@ impl LineSorter {
         }
     }
 
+    /// Adds one line (spilling a sorted run to a temporary file past the memory limit).
+    pub fn push(&mut self, line: String) -> io::Result<()> {
+        self.bytes += line.len() + std::mem::size_of::<String>();
+        self.lines.push(line);
+        if self.bytes >= self.limit {
+            self.spill()?;
+        }
+        Ok(())
+    }
+
+    /// The lines added so far, when none has been spilled to disk yet.
+    pub fn in_memory(&self) -> Option<&[String]> {
+        self.runs.is_empty().then_some(&self.lines[..])
+    }
+
     pub fn extend(&mut self, lines: Vec<String>) -> io::Result<()> {
         for line in lines {
             self.bytes += line.len() + std::mem::size_of::<String>();

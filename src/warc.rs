@@ -199,8 +199,14 @@ struct OpenWarc {
     /// Bytes in the file so far (= offset of the next record).
     size: u64,
     warcinfo_id: String,
-    cdx_lines: Vec<String>,
+    /// The CDXJ lines of this file so far. A 1 GB WARC of small pages holds hundreds of
+    /// thousands of records: past a few MB the lines go to sorted runs on disk, so memory does
+    /// not grow with the crawl.
+    cdx_lines: crate::index::LineSorter,
 }
+
+/// Memory for one open WARC's CDXJ lines before they spill to temporary files.
+const CDX_MEMORY: usize = 8 << 20;
 
 /// Writes exchanges into rotating, per-record-gzipped WARC files with a CDXJ index each.
 pub struct WarcWriter {
@@ -327,7 +333,8 @@ impl WarcWriter {
         let start = cur.size;
         match write(cur, version) {
             Ok((offset, length)) => {
-                cur.cdx_lines.push(capture.line(&cur.name, offset, length));
+                let line = capture.line(&cur.name, offset, length);
+                cur.cdx_lines.push(line).map_err(io_err(&cur.open_path))?;
                 self.bytes_written += cur.size - start;
                 let written = Written {
                     filename: cur.name.clone(),
@@ -417,7 +424,7 @@ impl WarcWriter {
             name,
             size: 0,
             warcinfo_id: record_id(),
-            cdx_lines: Vec::new(),
+            cdx_lines: crate::index::LineSorter::new(CDX_MEMORY),
         };
         if let Err(e) = write_warcinfo(&mut cur, &self.settings) {
             // A file without its warcinfo is useless; remove it rather than leave it `.open`.
@@ -619,7 +626,9 @@ fn close_checked(settings: &WarcSettings, c: Checked) -> Result<Recovered, WarcE
     }
     c.file.sync_all().map_err(io_err(&c.open_path))?;
     drop(c.file);
-    recovered.path = seal(settings, &c.open_path, &c.name, c.scan.lines)?;
+    let mut lines = crate::index::LineSorter::new(CDX_MEMORY);
+    lines.extend(c.scan.lines).map_err(io_err(&c.open_path))?;
+    recovered.path = seal(settings, &c.open_path, &c.name, lines)?;
     tracing::info!(path = %recovered.path.display(), records = recovered.records_kept,
         bytes_cut = recovered.bytes_cut, "closed an unfinished WARC");
     Ok(recovered)
@@ -841,11 +850,10 @@ fn seal(
     settings: &WarcSettings,
     open_path: &Path,
     name: &str,
-    mut lines: Vec<String>,
+    lines: crate::index::LineSorter,
 ) -> Result<PathBuf, WarcError> {
-    cdx::sort_lines(&mut lines);
     let stem = name.strip_suffix(".warc.gz").unwrap_or(name);
-    write_index(&settings.index_dir, stem, &lines)?;
+    write_index(&settings.index_dir, stem, lines)?;
     let final_path = settings.warc_dir.join(name);
     fs::rename(open_path, &final_path).map_err(io_err(open_path))?;
     sync_dir(&settings.warc_dir);
@@ -1130,15 +1138,16 @@ fn record_id() -> String {
 
 /// Writes `index_dir/<stem>.cdxj` through a temporary name that does not end in `.cdxj`, so
 /// pywb (which reads every `*.cdxj` in the folder) never sees a half-written index.
-fn write_index(index_dir: &Path, stem: &str, lines: &[String]) -> Result<(), WarcError> {
+fn write_index(
+    index_dir: &Path,
+    stem: &str,
+    lines: crate::index::LineSorter,
+) -> Result<(), WarcError> {
     let tmp = index_dir.join(format!("{stem}.cdxj.part"));
     let done = index_dir.join(format!("{stem}.cdxj"));
     let file = File::create(&tmp).map_err(io_err(&tmp))?;
     let mut out = BufWriter::new(file);
-    for line in lines {
-        out.write_all(line.as_bytes()).map_err(io_err(&tmp))?;
-        out.write_all(b"\n").map_err(io_err(&tmp))?;
-    }
+    lines.finish(&mut out).map_err(io_err(&tmp))?;
     let file = out.into_inner().map_err(|e| WarcError::Io {
         path: tmp.clone(),
         source: e.into_error(),
@@ -2505,7 +2514,14 @@ pub(crate) mod tests {
             let first = cases[0].written.clone().unwrap();
             w.write_revisit(revisit("http://127.0.0.1:8080/copy", &cases[0].uri, &first))
                 .unwrap();
-            let mut expected_lines = w.current.as_ref().unwrap().cdx_lines.clone();
+            let mut expected_lines = w
+                .current
+                .as_ref()
+                .unwrap()
+                .cdx_lines
+                .in_memory()
+                .unwrap()
+                .to_vec();
             cdx::sort_lines(&mut expected_lines);
             let open = crash(w);
             let good_size = fs::metadata(&open).unwrap().len();
