@@ -1399,8 +1399,11 @@ impl Crawler {
             payload_digest: Some(f.payload_digest.clone()),
             truncated: f.truncated,
         })?;
-        if dedupable {
-            lock(&self.digests).add(
+        let mut digests = lock(&self.digests);
+        // Bounded by the profile, not by the length of the crawl: once full, the originals
+        // already known still serve, new payloads are simply not remembered.
+        if dedupable && digests.len() < self.profile.dedup_max_digests {
+            digests.add(
                 200,
                 &f.payload_digest,
                 uri,

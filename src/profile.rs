@@ -70,6 +70,7 @@ struct RawOptOut {
 #[serde(deny_unknown_fields, default)]
 struct RawDedup {
     previous: Vec<String>,
+    max_digests: Option<i64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -236,6 +237,8 @@ pub struct Profile {
     pub robots_token: String,
     /// Earlier crawls' CDXJ files or folders: payloads archived there become revisits here.
     pub dedup_previous: Vec<PathBuf>,
+    /// Most payload digests kept in memory for revisits (about 200 bytes each).
+    pub dedup_max_digests: usize,
     /// Extra trusted root certificates (DER), besides the Mozilla roots: for local mirrors and
     /// tests served with a private certificate authority.
     pub extra_roots: Vec<Vec<u8>>,
@@ -416,9 +419,10 @@ impl Profile {
             .map(|p| format!("{:?}", p.display().to_string()))
             .collect();
         format!(
-            "\n[dedup]\nprevious = [{}]\n\n[optout]\nlists = [{}]\n# {} opt-out entries\n\n\
+            "\n[dedup]\nprevious = [{}]\nmax_digests = {}\n\n[optout]\nlists = [{}]\n# {} opt-out entries\n\n\
              [tls]\n# {} extra root certificates\n",
             paths.join(", "),
+            self.dedup_max_digests,
             lists.join(", "),
             self.optout.entries().len(),
             self.extra_roots.len()
@@ -614,6 +618,11 @@ impl Checker<'_> {
         let warc_max_bytes = self.positive("output.warc_max_bytes", out.warc_max_bytes)?;
         let base = self.path.parent().unwrap_or(Path::new("."));
         let dedup_previous = self.dedup_paths(base, &raw.dedup.previous)?;
+        let dedup_max_digests = match raw.dedup.max_digests {
+            None => 1_000_000,
+            Some(n) => usize::try_from(n)
+                .map_err(|_| self.error("dedup.max_digests", "must be 0 or more"))?,
+        };
         let extra_roots = self.extra_roots(base, &raw.tls.extra_roots)?;
         let optout_lists: Vec<PathBuf> = raw.optout.lists.iter().map(|l| base.join(l)).collect();
         let optout = crate::optout::OptOutList::load(&optout_lists)
@@ -638,6 +647,7 @@ impl Checker<'_> {
             },
             robots_token,
             dedup_previous,
+            dedup_max_digests,
             optout_lists,
             optout,
             extra_roots,
