@@ -237,6 +237,19 @@ fn answers_429_slow_the_host_down_then_the_page_is_archived_once() {
         "only the final answer is archived: {p2_cdx:?}"
     );
     assert!(p2_cdx[0].contains("\"status\": \"200\""));
+    // The end-of-crawl report counts the same: per host, per MIME type, per status.
+    let report: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("out/report.json")).expect("report.json"),
+    )
+    .expect("json");
+    assert_eq!(report["finished"], true);
+    let host = &report["hosts"][site.addr.to_string()];
+    assert_eq!(host["novel"], 3, "robots.txt, / and /p2.html: {report}");
+    assert_eq!(host["remaining"], 0);
+    assert_eq!(report["statuses"]["429"], 3);
+    assert_eq!(report["statuses"]["200"], 3);
+    assert_eq!(report["mime_types"]["text/html"]["urls"], 2);
+    assert_eq!(report["totals"]["archived"], 3);
 }
 
 #[test]
