@@ -189,7 +189,7 @@ try:
     for line in open(os.path.join(out, "crawl", "crawl.log")):
         f = line.split()
         if len(f) >= 12:
-            notes.append(f"{f[1]} {f[3].split('/', 3)[-1] or '/'} {f[11]}")
+            notes.append(f"{f[1]} /{f[3].split('/', 3)[-1]} {f[11]}")
 except OSError:
     pass
 
