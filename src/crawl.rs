@@ -326,9 +326,10 @@ impl Crawler {
 /// Writes `report.json` every minute and whenever the process gets SIGUSR1 (on demand:
 /// `kill -USR1 PID`), so a long crawl can be inspected while it runs.
 fn spawn_reports(crawler: Arc<Crawler>) -> tokio::task::JoinHandle<()> {
+    // Installed before the crawl starts: SIGUSR1's default action would end the process.
+    let mut usr1 =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::user_defined1()).ok();
     tokio::spawn(async move {
-        let mut usr1 =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::user_defined1()).ok();
         let mut tick = tokio::time::interval(Duration::from_secs(60));
         tick.tick().await;
         loop {
