@@ -92,7 +92,8 @@ report() {
     # shellcheck disable=SC1091  # written by the run itself
     source "$OUT/run.env"
     set +a
-    export MS_OUT="$OUT" MS_N="$N" MS_SECS="$SECS" MS_WARMUP="$WARMUP" MS_TCK="$(getconf CLK_TCK)"
+    MS_TCK="$(getconf CLK_TCK)"
+    export MS_OUT="$OUT" MS_N="$N" MS_SECS="$SECS" MS_WARMUP="$WARMUP" MS_TCK
 "$PY" - <<'PY'
 import datetime, os, re
 from collections import defaultdict
@@ -251,13 +252,14 @@ max_fds = max((x[1] for x in rows), default=0)
 max_threads = max((x[9] for x in rows if len(x) > 9), default=0)
 server_fds = max((x[5] for x in rows), default=0)
 def rss_slope():
-    r = [x for x in rows if x[0] >= w0]
+    r = [x for x in rows if w0 <= x[0] <= stop]   # before SIGINT: shutdown frees memory
     if len(r) < 2:
         return None
     return (r[-1][2] - r[0][2]) / 1024 / ((r[-1][0] - r[0][0]) / 60e9)
 rss_growth = rss_slope()
 rss_per_100k = rss_growth / (rate * 60) * 1e5 if rss_growth is not None and rate else None
-rss_at = lambda frac: rows[min(len(rows) - 1, int(frac * len(rows)))][2] / 1024 if rows else 0
+running = [x for x in rows if x[0] <= stop] or rows
+rss_at = lambda frac: running[min(len(running) - 1, int(frac * len(running)))][2] / 1024 if running else 0
 
 # Over time, per 10 s from the first request: requests/s, lateness (gap − 5 s) of the requests
 # that arrived then, the most requests in flight (crawler descriptors) and other jobs' CPU.
@@ -298,7 +300,7 @@ raw = f"""- requests seen by the server: {total:,} ({', '.join(f'{k}/{st}: {c:,}
 - rate: sum over sites of (requests − 1) ÷ (last − first arrival) in the window = {rate:,.1f}/s; plain count of arrivals in the window ÷ its length = {count_rate:,.1f}/s ({count_rate / ideal * 100:.1f}% of ideal; counts whole waves of requests, so it can be off by a fraction of a wave); mean arrival-to-arrival cycle per site {mean_cycle:.4f} s (= 5 s + fetch time + the crawler's 5 ms margin + scheduling lateness)
 - crawler's own view (crawl.log, ms): smallest gap between one fetch's end and the next start on a host: {crawl_gap_min} ms
 - gaps below 5 s on the server clock: {violations}{(f"; {len(explained)} of them are the server logging its end late (by {min(x[2] for x in explained):.1f} to {max(x[2] for x in explained):.1f} ms after the crawler already had the whole answer; from the crawler's end the smallest such gap is {min(x[1] for x in explained) / 1e9:.4f} s)") if explained else ""}; real violations (still below 5 s from the earlier of the two ends, or unmatched): {len(real)}{f", worst {min(x[0] for x in real) / 1e6 - 5000:+.1f} ms" if real else ""}
-- crawler (/usr/bin/time -v): user {t.get('user', 0):.1f} s, sys {t.get('sys', 0):.1f} s, wall {t.get('wall', 0):.1f} s, CPU {t.get('cpu_pct', 0):.0f}% over the whole run, {f'{crawler_cpu_w:.0f}%' if crawler_cpu_w is not None else '-'} in the steady window (100% = one core of 2); peak RSS {t.get('rss_kb', 0) / 1024:.0f} MB; RSS at 25/50/75/100% of the run: {rss_at(0.25):.0f}/{rss_at(0.5):.0f}/{rss_at(0.75):.0f}/{rss_at(1.0):.0f} MB, growing {f'{rss_growth:.0f} MB/min ({rss_per_100k:.0f} MB per 100,000 fetches)' if rss_growth is not None else '-'} after the warm-up; context switches {t.get('vcs', 0):.0f} voluntary, {t.get('ivcs', 0):.0f} involuntary
+- crawler (/usr/bin/time -v): user {t.get('user', 0):.1f} s, sys {t.get('sys', 0):.1f} s, wall {t.get('wall', 0):.1f} s, CPU {t.get('cpu_pct', 0):.0f}% over the whole run, {f'{crawler_cpu_w:.0f}%' if crawler_cpu_w is not None else '-'} in the steady window (100% = one core of 2); peak RSS {t.get('rss_kb', 0) / 1024:.0f} MB; RSS at 25/50/75/100% of the run (before SIGINT): {rss_at(0.25):.0f}/{rss_at(0.5):.0f}/{rss_at(0.75):.0f}/{rss_at(1.0):.0f} MB, {'-' if rss_growth is None else (f'growing {rss_growth:.0f} MB/min ({rss_per_100k:.0f} MB per 100,000 fetches) after the warm-up' if rss_growth > 0 else f'not growing after the warm-up ({rss_growth:.0f} MB/min)')}; context switches {t.get('vcs', 0):.0f} voluntary, {t.get('ivcs', 0):.0f} involuntary
 - crawler's main thread (the dispatcher): {f'{main_cpu_w:.0f}%' if main_cpu_w is not None else '-'} of a core in the steady window
 - machine, in the steady window, out of {os.cpu_count() * 100}%: {f'{machine_cpu_w:.0f}%' if machine_cpu_w is not None else '-'} in processes (user + system), of which {f'{others_cpu_w:.0f}%' if others_cpu_w is not None else '-'} in processes other than the crawler and the server (other jobs on a shared machine, kernel threads; this script's sampler is ~1%; ±5%); {f'{irq_cpu_w:.0f}%' if irq_cpu_w is not None else '-'} in interrupts and softirqs (mostly the loopback TCP traffic itself) and steal
 - server: {f'{server_cpu_w:.0f}%' if server_cpu_w is not None else '-'} CPU in the steady window (one thread), up to {server_fds:,} descriptors ({n:,} listening sockets)
@@ -448,6 +450,7 @@ LOAD_BEFORE="$(cut -d' ' -f1-3 /proc/loadavg)"
 START_NS="$(date +%s%N)"
 # bash writes its pid and execs the crawler, so CRAWLER_PID is the crawler itself (the child
 # of /usr/bin/time). The crawler installs its own SIGINT handler, so a background start is fine.
+# shellcheck disable=SC2016  # $$ and $@ belong to the inner bash
 "${NICE[@]}" /usr/bin/time -v -o "$OUT/crawler.time" \
     bash -c 'echo $$ >"$0" && exec "$@"' "$OUT/crawler.pid" \
     "$BIN" crawl --profile "$OUT/profile.toml" >"$OUT/crawler.stdout" 2>"$OUT/crawler.stderr" &
@@ -524,7 +527,7 @@ echo "  crawler exit status $CRAWLER_RC (130 = stopped by SIGINT, as asked)"
 stop_pid "$SERVER_PID" INT 60
 wait "$SERVER_PID" 2>/dev/null || true
 SERVER_PID=""
-cat "$OUT/server.stderr" | tail -n 1
+tail -n 1 "$OUT/server.stderr"
 [[ -s "$OUT/server.log" ]] || die "the server wrote no request log"
 
 # --- 5. the figures -------------------------------------------------------------------------
