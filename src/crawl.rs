@@ -142,6 +142,9 @@ struct State {
     frontier: Box<dyn Frontier>,
     /// Name lookups under way: the crawl is not over while any is.
     resolving: usize,
+    /// Sites with a time away set (suspended now, or due back): the only ones
+    /// `wake_suspended` looks at, so a dispatch costs nothing per site.
+    away: std::collections::HashSet<String>,
 }
 
 /// A running crawl.
@@ -265,6 +268,7 @@ impl Crawler {
                 sites: HashMap::new(),
                 frontier,
                 resolving: 0,
+                away: std::collections::HashSet::new(),
             }),
             wake: Notify::new(),
             warc: Mutex::new(warc),
@@ -534,6 +538,9 @@ impl Crawler {
             .and_then(|u| u.host_str().map(str::to_ascii_lowercase))
             .unwrap_or_default();
         let refusals = lock(&self.book).refusals(origin);
+        if refusals.until.is_some() {
+            st.away.insert(origin.to_string());
+        }
         st.sites.insert(
             origin.to_string(),
             Site {
@@ -673,8 +680,13 @@ impl Crawler {
         let now = SystemTime::now();
         let mut next: Option<u64> = None;
         let mut back = Vec::new();
-        for (origin, site) in &st.sites {
+        let mut settled = Vec::new();
+        for origin in &st.away {
+            let Some(site) = st.sites.get(origin) else {
+                continue;
+            };
             let Some(until) = site.refusals.until else {
+                settled.push(origin.clone());
                 continue;
             };
             if st.frontier.queued(origin) == 0 {
@@ -686,7 +698,11 @@ impl Crawler {
                 back.push(origin.clone());
             }
         }
+        for origin in settled {
+            st.away.remove(&origin);
+        }
         for origin in back {
+            st.away.remove(&origin);
             if let Some(site) = st.sites.get_mut(&origin) {
                 site.refusals.until = None;
                 self.runlog
@@ -1213,6 +1229,9 @@ impl Crawler {
         let suspended = site.refusals.record(marker.is_some(), settings, now);
         let refusals = site.refusals.clone();
         let host = site.host.clone();
+        if refusals.until.is_some() {
+            st.away.insert(origin.to_string());
+        }
         drop(st);
         lock(&self.book).set(origin, &refusals);
         let Some(marker) = marker else {
