@@ -765,22 +765,17 @@ fn render_html(
         )?;
     }
     writeln!(out, "</table>")?;
-    html_section(out, "Added", "added", o.added, |f| {
+    // An added or removed URL has one capture: its replay link and its status.
+    let one_capture = |f: &[&str]| {
         let ts = f.get(1).unwrap_or(&"");
         format!(
             "{} [{}]",
             replay_link(pywb, ts, f[0], f[0]),
             html_escape(f.get(2).unwrap_or(&"-"))
         )
-    })?;
-    html_section(out, "Removed", "removed", o.removed, |f| {
-        let ts = f.get(1).unwrap_or(&"");
-        format!(
-            "{} [{}]",
-            replay_link(pywb, ts, f[0], f[0]),
-            html_escape(f.get(2).unwrap_or(&"-"))
-        )
-    })?;
+    };
+    html_section(out, "Added", "added", o.added, one_capture)?;
+    html_section(out, "Removed", "removed", o.removed, one_capture)?;
     html_section(out, "Changed", "changed", o.changed, |f| {
         let (a, b) = (f.get(1).unwrap_or(&""), f.get(2).unwrap_or(&""));
         format!(
