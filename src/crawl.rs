@@ -1526,41 +1526,33 @@ impl Crawler {
         let Some(entry) = self.profile.optout.matches(&c.url) else {
             return false;
         };
-        self.write_log(Entry {
-            status: status::BLOCKED_BY_USER,
-            uri: c.url.as_str(),
-            path: &c.path,
-            via: c.via.as_ref().map(Url::as_str),
-            annotations: vec!["optout".to_string()],
-            extra: Some(serde_json::json!({
-                "optout": entry.text,
-                "list": format!("{}:{}", entry.source.display(), entry.line),
-            })),
-            ..Entry::default()
+        let extra = serde_json::json!({
+            "optout": entry.text,
+            "list": format!("{}:{}", entry.source.display(), entry.line),
         });
+        self.log_dropped(c, status::BLOCKED_BY_USER, "optout", Some(extra));
         true
     }
 
     /// A URL dropped as a crawler trap: out of scope, with the rule and what it saw.
     fn log_trap(&self, c: &Candidate, trap: &crate::traps::Trap) {
-        self.write_log(Entry {
-            status: status::OUT_OF_SCOPE,
-            uri: c.url.as_str(),
-            path: &c.path,
-            via: c.via.as_ref().map(Url::as_str),
-            annotations: vec![trap.rule.to_string()],
-            extra: Some(serde_json::json!({ "trap": trap.detail })),
-            ..Entry::default()
-        });
+        let extra = serde_json::json!({ "trap": trap.detail });
+        self.log_dropped(c, status::OUT_OF_SCOPE, trap.rule, Some(extra));
     }
 
     fn log_unfetched(&self, c: &Candidate, status: i32, why: &str) {
+        self.log_dropped(c, status, why, None);
+    }
+
+    /// A URL that is not fetched: its negative status, why, and what else is worth keeping.
+    fn log_dropped(&self, c: &Candidate, status: i32, why: &str, extra: Option<serde_json::Value>) {
         self.write_log(Entry {
             status,
             uri: c.url.as_str(),
             path: &c.path,
             via: c.via.as_ref().map(Url::as_str),
             annotations: vec![why.to_string()],
+            extra,
             ..Entry::default()
         });
     }
