@@ -2,7 +2,7 @@
 //!
 //! One dispatcher owns the decision of what runs next. It asks the scheduler for a politeness
 //! budget (a server address, or a host) whose pause is over, takes the next job of one of that
-//! budget's sites (robots.txt first, then queued URLs breadth-first, pages before embeds) and
+//! budget's sites (robots.txt first, then a page's requisites right after it, pages breadth-first) and
 //! spawns it as a task; at most `sites_at_once` run at once. When a job ends it gives the budget
 //! back with the pause the politeness rules ask for. No task, thread or timer exists per site,
 //! so ten thousand sites cost only their queues.
@@ -20,7 +20,7 @@ use url::Url;
 use crate::crawllog::{status, CrawlLog, Entry};
 use crate::dns::Resolver;
 use crate::extract::{self, Directives, Hop, Outlink};
-use crate::fetch::{FetchError, FetchSettings, Fetched, Fetcher};
+use crate::fetch::{BodyPlan, FetchError, FetchSettings, Fetched, Fetcher};
 use crate::frontier::{Candidate, Frontier, FrontierError};
 use crate::politeness::{self, Answer, Next, Refusals, Scheduler};
 use crate::profile::{BudgetKind, Profile};
@@ -76,6 +76,8 @@ struct Site {
     refusals: Refusals,
     /// Body bytes archived from this site in this run (for `max_bytes_per_site`).
     archived_bytes: u64,
+    /// The largest `Retry-After` the site ever sent: its pause from then on, across resumes.
+    retry_after_floor: Duration,
 }
 
 impl Site {
@@ -154,8 +156,10 @@ pub struct Crawler {
     resolver: Resolver,
     scope: Scope,
     rules: crate::rules::ScopeRules,
-    /// Near-identical pages under ever-new URLs, per site.
-    content_traps: Mutex<crate::traps::ContentTraps>,
+    /// The URL trap rules of the profile's `[traps]` table (None: all off).
+    url_traps: Option<crate::traps::UrlTrapRules>,
+    /// Identical pages under ever-new URLs, per site (None: the rule is off).
+    content_traps: Option<Mutex<crate::traps::ContentTraps>>,
     state: Mutex<State>,
     /// Wakes the dispatcher: new work, a finished job, a resolved name, a stop.
     wake: Notify,
@@ -258,7 +262,11 @@ impl Crawler {
             recovered_uris: Mutex::new(archived),
             scope: Scope::new(profile.scope.clone(), &profile.seeds),
             rules: crate::rules::ScopeRules::new(&profile.rules, &profile.scope.include),
-            content_traps: Mutex::new(crate::traps::ContentTraps::default()),
+            url_traps: crate::traps::UrlTrapRules::from_settings(
+                &profile.traps,
+                chrono::Datelike::year(&chrono::Utc::now()),
+            ),
+            content_traps: content_traps(&profile.traps),
             resolver: Resolver::new(profile.resolve.clone(), profile.politeness.dns_cache),
             fetcher,
             state: Mutex::new(State {
@@ -419,6 +427,19 @@ fn load_digests(p: &Profile) -> anyhow::Result<crate::dedup::DigestIndex> {
     Ok(index)
 }
 
+/// The repeated-content detector a `[traps]` table asks for: `repeated_content` identical
+/// pages under one path prefix before further ones are traps; None when the rule is off.
+fn content_traps(t: &crate::traps::TrapSettings) -> Option<Mutex<crate::traps::ContentTraps>> {
+    (t.enabled && t.repeated_content > 0).then(|| {
+        Mutex::new(crate::traps::ContentTraps::new(
+            t.repeated_content,
+            0,
+            1024,
+            1024,
+        ))
+    })
+}
+
 fn warc_settings(p: &Profile) -> WarcSettings {
     let robots = if p.obey_robots {
         "obey".to_string()
@@ -494,6 +515,14 @@ fn is_html(headers: &hyper::HeaderMap) -> bool {
         .unwrap_or(false)
 }
 
+/// Is this response a stylesheet, whose `url()`s and `@import`s are requisites?
+fn is_css(headers: &hyper::HeaderMap) -> bool {
+    headers
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.to_ascii_lowercase().contains("text/css"))
+}
+
 // ---------------------------------------------------------------------------------------------
 // Queueing and scheduling
 // ---------------------------------------------------------------------------------------------
@@ -537,7 +566,10 @@ impl Crawler {
             .ok()
             .and_then(|u| u.host_str().map(str::to_ascii_lowercase))
             .unwrap_or_default();
-        let refusals = lock(&self.book).refusals(origin);
+        let (refusals, floor) = {
+            let book = lock(&self.book);
+            (book.refusals(origin), book.retry_after(origin))
+        };
         if refusals.until.is_some() {
             st.away.insert(origin.to_string());
         }
@@ -551,6 +583,7 @@ impl Crawler {
                 robots: RobotsState::Unknown,
                 refusals,
                 archived_bytes: 0,
+                retry_after_floor: floor.unwrap_or_default(),
             },
         );
         self.start_resolve(st, origin, Duration::ZERO);
@@ -974,6 +1007,7 @@ impl Crawler {
         let loopback = site.is_some_and(Site::loopback) && f.ip.is_loopback();
         let crawl_delay = site.and_then(Site::crawl_delay);
         let slowdown = site.map_or(1, |s| s.refusals.slowdown());
+        let floor = site.map_or(Duration::ZERO, |s| s.retry_after_floor);
         politeness::delay_after(
             &self.profile.politeness,
             loopback,
@@ -981,6 +1015,34 @@ impl Crawler {
             crawl_delay,
         )
         .saturating_mul(slowdown)
+        .max(floor)
+    }
+
+    /// A `Retry-After` becomes the site's floor: the pause from then on, never lowered (a
+    /// larger one raises it), kept in `state/sites.json` so a resumed crawl keeps it too.
+    fn raise_retry_after_floor(&self, origin: &str, retry_after: Duration) {
+        let mut st = lock(&self.state);
+        let Some(site) = st.sites.get_mut(origin) else {
+            return;
+        };
+        if retry_after <= site.retry_after_floor {
+            return;
+        }
+        site.retry_after_floor = retry_after;
+        drop(st);
+        {
+            // Saved at once (it changes rarely): a crash must not forget what the site asked.
+            let mut book = lock(&self.book);
+            book.set_retry_after(origin, retry_after);
+            if let Err(e) = book.save() {
+                self.runlog
+                    .line(&format!("cannot save the site book: {e:#}"));
+            }
+        }
+        self.runlog.line(&format!(
+            "{origin}: Retry-After {:.3} s: the pause between requests to this site from now on",
+            retry_after.as_secs_f64()
+        ));
     }
 
     /// Fetches robots.txt for a site, following up to 5 redirects and archiving every answer.
@@ -997,7 +1059,9 @@ impl Crawler {
         let mut pace = Pace::idle();
         let mut outcome: Option<(Policy, Verdict)> = None;
         for hop in 0..=robots::MAX_ROBOTS_REDIRECTS {
-            let fetched = match self.fetch_on(origin, &candidate, |_| true).await {
+            // robots.txt is read whole and sent without a Referer.
+            let read_all = |_: u16, _: &hyper::HeaderMap| BodyPlan::Read { keep: true };
+            let fetched = match self.fetch_on(origin, &candidate, None, read_all).await {
                 Ok(f) => f,
                 Err(e) => {
                     self.log_error(&candidate, &e, thread, Vec::new());
@@ -1095,25 +1159,46 @@ impl Crawler {
         &self,
         origin: &str,
         candidate: &Candidate,
-        keep: impl Fn(&hyper::HeaderMap) -> bool,
+        referer: Option<&Url>,
+        plan: impl Fn(u16, &hyper::HeaderMap) -> BodyPlan,
     ) -> Result<Fetched, FetchError> {
         let addr = self
             .target(origin, &candidate.url)
             .ok_or_else(|| FetchError::Dns("the site's address is not known".into()))?;
-        self.fetcher.get(&candidate.url, addr, keep).await
+        self.fetcher.get(&candidate.url, addr, referer, plan).await
+    }
+
+    /// What to do with a URL's body once its headers are in: a successful answer of a type
+    /// `keep_mime` drops is not read at all (the connection is closed), HTML and CSS are kept
+    /// in memory for their links, everything else streams to the record.
+    fn body_plan(&self, hop: Hop, status: u16, headers: &hyper::HeaderMap) -> BodyPlan {
+        let mime = headers.get("content-type").and_then(|v| v.to_str().ok());
+        if (200..300).contains(&status) && !self.rules.mime_kept(mime, hop) {
+            return BodyPlan::Skip;
+        }
+        BodyPlan::Read {
+            keep: is_html(headers) || is_css(headers),
+        }
     }
 
     /// Fetches a URL, decides what to keep, archives it and queues its links.
     async fn run_fetch(&self, origin: &str, mut candidate: Candidate, thread: usize) -> Pace {
         candidate.attempts += 1;
         let retries_left = candidate.attempts <= self.profile.politeness.max_retries;
-        let mut f = match self.fetch_on(origin, &candidate, is_html).await {
+        let hop = crate::rules::mime_hop(&candidate.path);
+        // Seeds have no via; a discovered URL names the page it was found on.
+        let referer = candidate.via.as_ref().filter(|_| self.profile.send_referer);
+        let plan = |status: u16, headers: &hyper::HeaderMap| self.body_plan(hop, status, headers);
+        let mut f = match self.fetch_on(origin, &candidate, referer, plan).await {
             Ok(f) => f,
             Err(e) => return self.fetch_failed(origin, candidate, &e, retries_left, thread),
         };
         let retry_after = f
             .header("retry-after")
             .and_then(|v| politeness::parse_retry_after(v, SystemTime::now()));
+        if let Some(ra) = retry_after {
+            self.raise_retry_after_floor(origin, ra);
+        }
         let pace = Pace {
             end: f.finished_at,
             base: self.base_delay(origin, &f),
@@ -1150,17 +1235,20 @@ impl Crawler {
             self.queue_links(&candidate, links);
         }
         self.commit();
-        let hop = crate::rules::mime_hop(&candidate.path);
         if let Some(reason) = page.directives.discard_reason() {
             notes.push(reason.to_string());
             self.log_fetched(&candidate, &f, thread, notes);
             lock(&self.stats).discarded += 1;
-        } else if (200..300).contains(&f.status) && !self.rules.mime_kept(f.mime().as_deref(), hop)
-        {
-            // Only successful answers are filtered by type: redirects, 404s and errors are the
-            // site's answer and are always archived.
+        } else if f.body_skipped {
+            // Only successful answers are filtered by type (redirects, 404s and errors are the
+            // site's answer and are always archived), and that was decided on the headers: the
+            // body was never read, so nothing of it can be written.
             notes.push(crate::rules::MIME_NOT_KEPT.to_string());
-            self.log_fetched(&candidate, &f, thread, notes);
+            let extra = serde_json::json!({
+                "content-type": f.header("content-type"),
+                "content-length": f.header("content-length"),
+            });
+            self.log_fetched_with(&candidate, &f, thread, notes, Some(extra));
         } else {
             self.archive(origin, &candidate, &mut f, thread, notes);
         }
@@ -1208,10 +1296,16 @@ impl Crawler {
         }
         let st = lock(&self.state);
         let loopback = st.sites.get(origin).is_some_and(Site::loopback);
+        let floor = st
+            .sites
+            .get(origin)
+            .map_or(Duration::ZERO, |s| s.retry_after_floor);
         drop(st);
+        let normal =
+            politeness::delay_after(&self.profile.politeness, loopback, Duration::ZERO, None);
         Pace {
             end,
-            base: politeness::delay_after(&self.profile.politeness, loopback, Duration::ZERO, None),
+            base: normal.max(floor),
             answer: Answer::Overloaded,
             retry_after: None,
         }
@@ -1287,11 +1381,22 @@ impl Crawler {
                 let page = extract::extract_html(&decoded.bytes, charset, &f.url, token);
                 directives.merge(page.directives);
                 links.extend(page.links);
-                let fp = crate::traps::fingerprint(&crate::traps::visible_text(&decoded.bytes));
-                trap = lock(&self.content_traps).observe(origin, &f.url, fp);
+                if let Some(traps) = &self.content_traps {
+                    let text = crate::traps::visible_text(&decoded.bytes);
+                    let hash = crate::traps::text_hash(&text);
+                    trap = lock(traps).observe(origin, &f.url, hash);
+                }
             }
             text = decoded.bytes;
             text.truncate(16 * 1024);
+        } else if !f.payload.is_empty() && is_css(&f.headers) && (200..300).contains(&f.status) {
+            let encoding = f.header("content-encoding");
+            let decoded = extract::decode_body(encoding, &f.payload[..], MAX_DECODED_HTML);
+            // References in a stylesheet are relative to the stylesheet itself.
+            links.extend(crate::css::css_links(
+                &crate::css::decode(&decoded.bytes),
+                &f.url,
+            ));
         }
         Page {
             links,
@@ -1332,7 +1437,11 @@ impl Crawler {
             if self.opted_out(&candidate) {
                 continue;
             }
-            if let Some(trap) = crate::traps::url_trap(&candidate.url) {
+            if let Some(trap) = self
+                .url_traps
+                .as_ref()
+                .and_then(|r| r.check(&candidate.url))
+            {
                 self.log_trap(&candidate, &trap);
                 continue;
             }
@@ -1357,8 +1466,13 @@ impl Crawler {
         }
         let uri = f.url.to_string();
         let result = tokio::task::block_in_place(|| self.write_record(&uri, f));
+        // Where the record is, as Heritrix's crawl.log says it: a line leads to its bytes.
+        let extra = result.as_ref().ok().map(|r| {
+            let w = r.written();
+            serde_json::json!({ "warcFilename": w.filename, "warcFileOffset": w.offset })
+        });
         match result {
-            Ok(Record::Full) => {
+            Ok(Record::Full(_)) => {
                 let mut s = lock(&self.stats);
                 s.archived += 1;
                 s.bytes += f.response.len();
@@ -1367,7 +1481,7 @@ impl Crawler {
                     site.archived_bytes += f.payload_len;
                 }
             }
-            Ok(Record::Revisit) => {
+            Ok(Record::Revisit(_)) => {
                 notes.push("duplicate:digest".to_string());
                 let mut s = lock(&self.stats);
                 s.archived += 1;
@@ -1378,7 +1492,7 @@ impl Crawler {
                 self.fail(format!("cannot write the WARC record of {uri}: {e}"));
             }
         }
-        self.log_fetched(c, f, thread, notes);
+        self.log_fetched_with(c, f, thread, notes, extra);
     }
 
     /// The WARC side of `archive`.
@@ -1396,7 +1510,7 @@ impl Crawler {
                         source,
                     })?;
             if let Some(http_head) = crate::warc::http_head(&head) {
-                lock(&self.warc).write_revisit(Revisit {
+                let written = lock(&self.warc).write_revisit(Revisit {
                     target_uri: uri,
                     date: f.started,
                     ip: Some(f.ip),
@@ -1407,7 +1521,7 @@ impl Crawler {
                     refers_to_date: &refers_date,
                     refers_to_record_id: refers_id.as_deref(),
                 })?;
-                return Ok(Record::Revisit);
+                return Ok(Record::Revisit(written));
             }
         }
         let written = lock(&self.warc).write_exchange(Exchange {
@@ -1431,7 +1545,7 @@ impl Crawler {
                 Some(&written.record_id),
             );
         }
-        Ok(Record::Full)
+        Ok(Record::Full(written))
     }
 }
 
@@ -1445,10 +1559,18 @@ struct Page {
     trap: Option<crate::traps::Trap>,
 }
 
-/// What `archive` wrote.
+/// What `archive` wrote, and where.
 enum Record {
-    Full,
-    Revisit,
+    Full(crate::warc::Written),
+    Revisit(crate::warc::Written),
+}
+
+impl Record {
+    fn written(&self) -> &crate::warc::Written {
+        match self {
+            Record::Full(w) | Record::Revisit(w) => w,
+        }
+    }
 }
 
 /// An original capture, owned (the index's entry borrows from the index).
@@ -1490,6 +1612,17 @@ fn redirect_target(f: &Fetched) -> Option<Url> {
 
 impl Crawler {
     fn log_fetched(&self, c: &Candidate, f: &Fetched, thread: usize, annotations: Vec<String>) {
+        self.log_fetched_with(c, f, thread, annotations, None);
+    }
+
+    fn log_fetched_with(
+        &self,
+        c: &Candidate,
+        f: &Fetched,
+        thread: usize,
+        annotations: Vec<String>,
+        extra: Option<serde_json::Value>,
+    ) {
         let mime = f.mime();
         self.write_log(Entry {
             status: i32::from(f.status),
@@ -1502,7 +1635,7 @@ impl Crawler {
             fetch: Some((f.started, f.duration())),
             digest: Some(&f.payload_digest),
             annotations,
-            extra: None,
+            extra,
         });
     }
 

@@ -6,6 +6,9 @@
 //! archived ([`Directives::discard_reason`]) and whether its links are queued
 //! ([`Directives::follow_links`]).
 //!
+//! Inline CSS (`<style>` elements and `style="…"` attributes) is handed to [`crate::css`],
+//! resolved against the document's base like every other reference.
+//!
 //! Parsing streams through `lol_html`, which never builds a DOM, so big pages cost linear time
 //! and little memory. Attribute values are collected raw during the parse and resolved after it,
 //! because a `<base href>` applies to every relative URL of the document, including those that
@@ -481,6 +484,7 @@ const ATTR_RULES: &[AttrRule] = &[
     rule("video[poster]", "poster", Hop::Embed, "video/@poster"),
     rule("audio[src]", "src", Hop::Embed, "audio/@src"),
     rule("audio[poster]", "poster", Hop::Embed, "audio/@poster"),
+    rule("track[src]", "src", Hop::Embed, "track/@src"),
     rule(
         "body[background]",
         "background",
@@ -520,6 +524,9 @@ enum Raw {
     },
     /// The n-th `<noscript>`'s text, parsed after the document in this place.
     Noscript(usize),
+    /// CSS: a `style="…"` attribute's declarations (decoded), or the n-th `<style>` element.
+    StyleAttr(String),
+    StyleElement(usize),
 }
 
 #[derive(Default)]
@@ -529,6 +536,8 @@ struct Collector {
     base_href: Option<String>,
     directives: Directives,
     noscripts: Vec<String>,
+    /// Text of each `<style>` element, in document order.
+    styles: Vec<String>,
 }
 
 impl Collector {
@@ -634,6 +643,49 @@ fn handlers<'h>(state: &'h RefCell<Collector>, scope: Scope<'h>) -> Handlers<'h>
             }
             Ok(())
         }),
+    );
+    add(
+        "image",
+        ElementContentHandlers::default().element(move |el: &mut Element<'_, '_>| {
+            // SVG `<image>`: SVG 2 `href`, else SVG 1.1 `xlink:href`.
+            let href = el
+                .get_attribute("href")
+                .or_else(|| el.get_attribute("xlink:href"));
+            if let Some(href) = href {
+                state.borrow_mut().push(&href, Hop::Embed, "image/@href");
+            }
+            Ok(())
+        }),
+    );
+    add(
+        "[style]",
+        ElementContentHandlers::default().element(move |el: &mut Element<'_, '_>| {
+            if let Some(style) = el.get_attribute("style") {
+                let css = decode_entities(&style).into_owned();
+                // Every reference is a function (`url(…)`, `image-set(…)`): no `(`, nothing to parse.
+                if css.contains('(') {
+                    state.borrow_mut().raws.push(Raw::StyleAttr(css));
+                }
+            }
+            Ok(())
+        }),
+    );
+    add(
+        "style",
+        ElementContentHandlers::default()
+            .element(move |_: &mut Element<'_, '_>| {
+                let mut st = state.borrow_mut();
+                let index = st.styles.len();
+                st.styles.push(String::new());
+                st.raws.push(Raw::StyleElement(index));
+                Ok(())
+            })
+            .text(move |text: &mut TextChunk<'_>| {
+                if let Some(current) = state.borrow_mut().styles.last_mut() {
+                    current.push_str(text.as_str());
+                }
+                Ok(())
+            }),
     );
     add(
         "meta[content]",
@@ -743,6 +795,12 @@ impl LinkList {
                         self.add(base, candidate, Hop::Embed, context);
                     }
                 }
+                Raw::StyleAttr(css) => self.add_css(css, base),
+                Raw::StyleElement(index) => {
+                    if let Some(css) = collector.styles.get(*index) {
+                        self.add_css(css, base);
+                    }
+                }
                 Raw::Noscript(index) => {
                     let all = &collector.noscripts;
                     let text: Option<Cow<'_, str>> = match index.cmp(&SEPARATE_NOSCRIPTS) {
@@ -757,6 +815,11 @@ impl LinkList {
                 }
             }
         }
+    }
+
+    /// Adds what inline CSS references (resolved against the document's base, as browsers do).
+    fn add_css(&mut self, css: &str, base: &Url) {
+        crate::css::add_links(css, base, &mut self.links, &mut self.seen);
     }
 
     /// Adds one URL: resolved against `base`, fragment dropped, http(s) only, first wins.
@@ -1150,6 +1213,36 @@ mod tests {
                 t(&format!("{b}button.png"), 'E', "input/@src"),
                 t(&format!("{b}table.png"), 'E', "table/@background"),
                 t(&format!("{b}td.png"), 'E', "td/@background"),
+            ]
+        );
+    }
+
+    #[test]
+    fn requisites_in_tracks_svg_and_styles() {
+        let html = r#"<html><head>
+            <style>@import "imp.css"; /* url(no.png) */ body { background: url('../up.png') }</style>
+            <base href="/base/">
+            </head><body>
+            <video><track src="subs.vtt"></video>
+            <svg><image href="svg2.png"/><image xlink:href="svg1.png"/></svg>
+            <div style="background: url(&quot;attr.png&quot;) no-repeat">x</div>
+            <p style="color: red">no url</p>
+            <span style="background-image: image-set('x1.png' 1x, 'x2.png' 2x)">y</span>
+            <img src="up.png">
+            </body></html>"#;
+        let b = "http://example.com/";
+        assert_eq!(
+            triples(html),
+            vec![
+                t(&format!("{b}base/imp.css"), 'E', "css/@import"),
+                t(&format!("{b}up.png"), 'E', "css/url()"),
+                t(&format!("{b}base/subs.vtt"), 'E', "track/@src"),
+                t(&format!("{b}base/svg2.png"), 'E', "image/@href"),
+                t(&format!("{b}base/svg1.png"), 'E', "image/@href"),
+                t(&format!("{b}base/attr.png"), 'E', "css/url()"),
+                t(&format!("{b}base/x1.png"), 'E', "css/image-set()"),
+                t(&format!("{b}base/x2.png"), 'E', "css/image-set()"),
+                t(&format!("{b}base/up.png"), 'E', "img/@src"),
             ]
         );
     }

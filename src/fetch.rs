@@ -38,6 +38,16 @@ pub struct FetchSettings {
     pub extra_roots: Vec<Vec<u8>>,
 }
 
+/// What to do with a response's body, decided from its status and headers before it is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyPlan {
+    /// Read it to the end; `keep` holds it in memory (capped) for link extraction too.
+    Read { keep: bool },
+    /// Do not read it: the connection is closed right after the headers, so a server sends
+    /// (almost) nothing of a body the crawl would throw away.
+    Skip,
+}
+
 /// Why an exchange produced no response. The numbers are Heritrix's crawl.log codes.
 #[derive(Debug, thiserror::Error)]
 pub enum FetchError {
@@ -89,6 +99,8 @@ pub struct Fetched {
     pub payload: Vec<u8>,
     /// `length`, `time` or `disconnect` when the body is incomplete.
     pub truncated: Option<&'static str>,
+    /// The plan said [`BodyPlan::Skip`]: only the head was read (the record must not be written).
+    pub body_skipped: bool,
 }
 
 impl Fetched {
@@ -161,13 +173,15 @@ impl Fetcher {
         &self.settings
     }
 
-    /// GETs `url` from `addr` (already resolved). `keep_payload` decides, from the response
-    /// headers, whether the body is kept in memory for link extraction.
+    /// GETs `url` from `addr` (already resolved), with `Referer: referer` when given. `plan`
+    /// decides, from the response status and headers, whether the body is read and whether it
+    /// is kept in memory for link extraction.
     pub async fn get(
         &self,
         url: &Url,
         addr: SocketAddr,
-        keep_payload: impl Fn(&HeaderMap) -> bool,
+        referer: Option<&Url>,
+        plan: impl Fn(u16, &HeaderMap) -> BodyPlan,
     ) -> Result<Fetched, FetchError> {
         let started = Utc::now();
         let started_at = Instant::now();
@@ -208,7 +222,7 @@ impl Fetcher {
         // The connection future drives the socket; it ends when the exchange is over or dropped.
         let conn_task = tokio::spawn(conn);
         let outcome = self
-            .exchange(&mut sender, url, deadline, keep_payload)
+            .exchange(&mut sender, url, referer, deadline, plan)
             .await;
         drop(sender);
         conn_task.abort();
@@ -244,6 +258,7 @@ impl Fetcher {
             payload_len: body.len,
             payload: body.kept,
             truncated: body.truncated,
+            body_skipped: body.skipped,
         })
     }
 
@@ -252,16 +267,17 @@ impl Fetcher {
         &self,
         sender: &mut hyper::client::conn::http1::SendRequest<Empty<Bytes>>,
         url: &Url,
+        referer: Option<&Url>,
         deadline: tokio::time::Instant,
-        keep_payload: impl Fn(&HeaderMap) -> bool,
+        plan: impl Fn(u16, &HeaderMap) -> BodyPlan,
     ) -> Result<Body, FetchError> {
-        let request = self.build_request(url)?;
+        let request = self.build_request(url, referer)?;
         let response = timeout_at(deadline, sender.send_request(request))
             .await
             .map_err(|_| FetchError::Timeout(self.settings.timeout))?
             .map_err(|e| classify(&e))?;
         let (parts, mut body) = response.into_parts();
-        let keep = keep_payload(&parts.headers);
+        let plan = plan(parts.status.as_u16(), &parts.headers);
         let mut out = Body {
             status: parts.status.as_u16(),
             headers: parts.headers,
@@ -270,8 +286,17 @@ impl Fetcher {
             kept: Vec::new(),
             truncated: None,
             finished_at: Instant::now(),
+            skipped: plan == BodyPlan::Skip,
         };
         let mut hasher = Sha1::new();
+        let keep = match plan {
+            BodyPlan::Read { keep } => keep,
+            BodyPlan::Skip => {
+                // The caller drops the connection: the body is never asked for.
+                out.digest = sha1_label(hasher.finalize().as_slice());
+                return Ok(out);
+            }
+        };
         loop {
             let frame = match timeout_at(deadline, body.frame()).await {
                 Err(_) => {
@@ -306,7 +331,11 @@ impl Fetcher {
         Ok(out)
     }
 
-    fn build_request(&self, url: &Url) -> Result<hyper::Request<Empty<Bytes>>, FetchError> {
+    fn build_request(
+        &self,
+        url: &Url,
+        referer: Option<&Url>,
+    ) -> Result<hyper::Request<Empty<Bytes>>, FetchError> {
         let mut target = url.path().to_string();
         if let Some(q) = url.query() {
             target.push('?');
@@ -321,7 +350,7 @@ impl Fetcher {
             HeaderValue::from_str(v).map_err(|e| FetchError::Other(format!("bad header: {e}")))
         };
         // Header order here is the order on the wire; no cookies, ever.
-        hyper::Request::builder()
+        let mut builder = hyper::Request::builder()
             .method(hyper::Method::GET)
             .uri(target)
             .header("Host", header(&host)?)
@@ -330,11 +359,29 @@ impl Fetcher {
                 "Accept",
                 "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
             )
-            .header("Accept-Encoding", "gzip, deflate")
+            .header("Accept-Encoding", "gzip, deflate");
+        if let Some(value) = referer.and_then(|r| referer_value(r, url)) {
+            builder = builder.header("Referer", header(&value)?);
+        }
+        builder
             .header("Connection", "close")
             .body(Empty::new())
             .map_err(|e| FetchError::Other(format!("cannot build the request: {e}")))
     }
+}
+
+/// The `Referer` for a request to `target` from the page `from`: the page's URL without
+/// fragment and credentials, and none from https to http (what browsers send by default:
+/// a secure page's address is not leaked over plain http).
+fn referer_value(from: &Url, target: &Url) -> Option<String> {
+    if from.scheme() == "https" && target.scheme() == "http" {
+        return None;
+    }
+    let mut r = from.clone();
+    r.set_fragment(None);
+    let _ = r.set_username("");
+    let _ = r.set_password(None);
+    Some(r.into())
 }
 
 /// What `exchange` learnt about the response.
@@ -346,6 +393,7 @@ struct Body {
     kept: Vec<u8>,
     truncated: Option<&'static str>,
     finished_at: Instant,
+    skipped: bool,
 }
 
 fn is_chunked(headers: &HeaderMap) -> bool {

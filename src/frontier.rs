@@ -1,8 +1,10 @@
 //! The frontier: what is queued for each site, and every URL already seen.
 //!
 //! Behind a trait so a durable or shared store can replace the in-memory one without touching
-//! the crawl loop. Within a site, pages come before embedded resources ("HTML first"), each
-//! breadth-first.
+//! the crawl loop. Within a site, the requisites (embeds) queued so far come before the next
+//! page, each breadth-first: a page's stylesheets, images and fonts are fetched right after
+//! the page, so every archived page is complete before the crawl moves on (Heritrix's
+//! `preferenceEmbedHops`). Pages themselves are still taken in the order they were found.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
@@ -36,6 +38,11 @@ impl Candidate {
         self.path.chars().last()
     }
 
+    /// A page requisite: reached by an embed hop, maybe through redirects (`LE`, `LER`).
+    pub fn is_requisite(&self) -> bool {
+        self.path.chars().rev().find(|c| *c != 'R') == Some(Hop::Embed.letter())
+    }
+
     /// Number of hops from the seed.
     pub fn hops(&self) -> usize {
         self.path.len()
@@ -67,7 +74,7 @@ pub trait Frontier: Send {
     fn push(&mut self, site: &str, candidate: Candidate) -> Result<(), FrontierError>;
     /// Queues a candidate again after a failed try, behind what is queued (not counted again).
     fn push_retry(&mut self, site: &str, candidate: Candidate) -> Result<(), FrontierError>;
-    /// The next candidate of a site (pages before embeds). It stays "in flight" until `done`
+    /// The next candidate of a site (queued requisites before the next page). It stays "in flight" until `done`
     /// or `push_retry`, so a crash in between leaves it to be looked at on resume.
     fn pop(&mut self, site: &str) -> Result<Option<Candidate>, FrontierError>;
     /// The in-flight candidate is finished (archived, discarded, failed or precluded).
@@ -111,7 +118,7 @@ pub struct MemoryFrontier {
 }
 
 fn is_embed(c: &Candidate) -> bool {
-    c.last_hop() == Some(Hop::Embed.letter())
+    c.is_requisite()
 }
 
 impl MemoryFrontier {
@@ -147,7 +154,7 @@ impl Frontier for MemoryFrontier {
         let Some(q) = self.sites.get_mut(site) else {
             return Ok(None);
         };
-        let c = q.pages.pop_front().or_else(|| q.embeds.pop_front());
+        let c = q.embeds.pop_front().or_else(|| q.pages.pop_front());
         if q.len() == 0 {
             self.sites.remove(site);
         }
@@ -211,16 +218,16 @@ mod tests {
     }
 
     #[test]
-    fn pages_before_embeds_each_in_order() {
+    fn embeds_before_the_next_page_each_in_order() {
         let mut f = MemoryFrontier::default();
-        f.push("s", cand("http://s/a.png", "LE")).unwrap();
         f.push("s", cand("http://s/1", "L")).unwrap();
+        f.push("s", cand("http://s/a.png", "LE")).unwrap();
         f.push("s", cand("http://s/2", "LL")).unwrap();
         assert_eq!(f.total_queued(), 3);
         let order: Vec<String> = std::iter::from_fn(|| f.pop("s").unwrap())
             .map(|c| c.url.path().to_string())
             .collect();
-        assert_eq!(order, ["/1", "/2", "/a.png"]);
+        assert_eq!(order, ["/a.png", "/1", "/2"]);
         assert_eq!(f.total_queued(), 0);
         assert!(f.pop("s").unwrap().is_none());
         assert_eq!(f.in_flight().unwrap().len(), 3);

@@ -7,6 +7,7 @@ pub mod canon;
 pub mod cdx;
 pub mod crawl;
 pub mod crawllog;
+pub mod css;
 pub mod dedup;
 pub mod diff;
 pub mod dns;

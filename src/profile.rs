@@ -52,6 +52,45 @@ struct RawProfile {
     optout: RawOptOut,
     #[serde(default)]
     tls: RawTls,
+    #[serde(default)]
+    traps: RawTraps,
+}
+
+/// `[traps]`: every crawler-trap rule, tunable (see `crate::traps::TrapSettings`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct RawTraps {
+    enabled: bool,
+    max_url_chars: i64,
+    max_path_segments: i64,
+    max_query_params: i64,
+    repeated_param: i64,
+    repeated_segment: i64,
+    calendar: bool,
+    calendar_years_ahead: i64,
+    calendar_min_year: i64,
+    calendar_min_bare_year: i64,
+    repeated_content: i64,
+}
+
+impl Default for RawTraps {
+    fn default() -> Self {
+        let d = crate::traps::TrapSettings::default();
+        let n = |v: usize| i64::try_from(v).unwrap_or(i64::MAX);
+        RawTraps {
+            enabled: d.enabled,
+            max_url_chars: n(d.max_url_chars),
+            max_path_segments: n(d.max_path_segments),
+            max_query_params: n(d.max_query_params),
+            repeated_param: n(d.repeated_param),
+            repeated_segment: n(d.repeated_segment),
+            calendar: d.calendar,
+            calendar_years_ahead: d.calendar_years_ahead,
+            calendar_min_year: d.calendar_min_year,
+            calendar_min_bare_year: d.calendar_min_bare_year,
+            repeated_content: i64::from(d.repeated_content),
+        }
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -89,6 +128,12 @@ struct RawIdentity {
     user_agent: String,
     #[serde(default)]
     operator: String,
+    #[serde(default = "default_true")]
+    send_referer: bool,
+}
+
+fn default_true() -> bool {
+    true
 }
 
 #[derive(Debug, Deserialize)]
@@ -116,7 +161,7 @@ impl Default for RawScope {
             surt_prefixes: Vec::new(),
             max_path_depth: 20,
             max_bytes_per_site: 0,
-            keep_mime: vec!["embeds".to_string()],
+            keep_mime: vec!["*/*".to_string()],
         }
     }
 }
@@ -225,7 +270,11 @@ pub struct Profile {
     /// `User-agent` lines and `<meta name=…>`.
     pub agent_token: String,
     pub operator: String,
+    /// Requests for discovered URLs carry `Referer: <the page they were found on>`.
+    pub send_referer: bool,
     pub scope: ScopeSettings,
+    /// The `[traps]` table: crawler-trap rules and their thresholds.
+    pub traps: crate::traps::TrapSettings,
     /// The `[scope]` rules applied by `crate::rules::ScopeRules`.
     pub rules: RuleSettings,
     pub politeness: PolitenessSettings,
@@ -284,7 +333,11 @@ impl Default for RuleSettings {
             surt_prefixes: Vec::new(),
             max_path_depth: 20,
             max_bytes_per_site: 0,
-            keep_mime: vec![MimeRule::Embeds],
+            keep_mime: vec![MimeRule::Pattern {
+                negate: false,
+                kind: None,
+                subtype: None,
+            }],
         }
     }
 }
@@ -360,7 +413,7 @@ impl Profile {
             .collect();
         format!(
             "# effective settings of {}\n[crawl]\nname = {:?}\nseeds = [{}]\nsites_at_once = {}\n\n\
-             [identity]\nuser_agent = {:?}\n# robots.txt product token: {}\noperator = {:?}\n\n\
+             [identity]\nuser_agent = {:?}\n# robots.txt product token: {}\noperator = {:?}\nsend_referer = {}\n\n\
              [scope]\nmax_hops = {}\nmax_pages_per_site = {}\ninclude = {}\nexclude = {}\nembeds_off_site = {}\n{}\n\
                           [politeness]\nmin_delay = {}\ndelay_factor = {}\nmax_delay = {}\nmax_crawl_delay = {}\nmax_retries = {}\n\
              budget = {:?}\nrefusals_before_suspend = {}\nsuspend_hours = {}\ndns_cache_seconds = {}\n\n\
@@ -373,6 +426,7 @@ impl Profile {
             self.user_agent,
             self.agent_token,
             self.operator,
+            self.send_referer,
             s.max_hops,
             s.max_pages_per_site,
             list(&s.include),
@@ -404,6 +458,7 @@ impl Profile {
                 WarcVersion::V1_1 => "1.1",
             },
         ) + &self.describe_dedup()
+            + &self.describe_traps()
             + &self.describe_resolve()
     }
 
@@ -426,6 +481,26 @@ impl Profile {
             lists.join(", "),
             self.optout.entries().len(),
             self.extra_roots.len()
+        )
+    }
+
+    fn describe_traps(&self) -> String {
+        let t = &self.traps;
+        format!(
+            "\n[traps]\nenabled = {}\nmax_url_chars = {}\nmax_path_segments = {}\nmax_query_params = {}\n\
+             repeated_param = {}\nrepeated_segment = {}\ncalendar = {}\ncalendar_years_ahead = {}\n\
+             calendar_min_year = {}\ncalendar_min_bare_year = {}\nrepeated_content = {}\n",
+            t.enabled,
+            t.max_url_chars,
+            t.max_path_segments,
+            t.max_query_params,
+            t.repeated_param,
+            t.repeated_segment,
+            t.calendar,
+            t.calendar_years_ahead,
+            t.calendar_min_year,
+            t.calendar_min_bare_year,
+            t.repeated_content
         )
     }
 
@@ -580,6 +655,7 @@ impl Checker<'_> {
         };
         let scope = self.scope(&raw.scope)?;
         let rules = self.scope_rules(&raw.scope)?;
+        let traps = self.traps(&raw.traps)?;
         let sites_at_once = self.positive("crawl.sites_at_once", raw.crawl.sites_at_once)?;
         if raw.crawl.name.trim().is_empty() || raw.crawl.name.contains(['\r', '\n']) {
             return Err(self.error("crawl.name", "must be a non-empty single line"));
@@ -636,7 +712,9 @@ impl Checker<'_> {
             user_agent,
             agent_token,
             operator: raw.identity.operator.trim().to_string(),
+            send_referer: raw.identity.send_referer,
             scope,
+            traps,
             rules,
             politeness,
             obey_robots: raw.robots.obey,
@@ -895,6 +973,43 @@ impl Checker<'_> {
         })
     }
 
+    /// `[traps]`: thresholds are whole numbers, 0 turning a rule off; years are plain years.
+    fn traps(&self, raw: &RawTraps) -> Result<crate::traps::TrapSettings, ProfileError> {
+        let count = |key: &str, v: i64| {
+            usize::try_from(v)
+                .map_err(|_| self.error(key, format!("must be 0 (off) or more, not {v}")))
+        };
+        let year = |key: &str, v: i64| {
+            if (0..=9999).contains(&v) {
+                Ok(v)
+            } else {
+                Err(self.error(key, format!("must be a year from 0 to 9999, not {v}")))
+            }
+        };
+        let repeated_content = u32::try_from(raw.repeated_content).map_err(|_| {
+            self.error(
+                "traps.repeated_content",
+                format!("must be 0 (off) or more, not {}", raw.repeated_content),
+            )
+        })?;
+        Ok(crate::traps::TrapSettings {
+            enabled: raw.enabled,
+            max_url_chars: count("traps.max_url_chars", raw.max_url_chars)?,
+            max_path_segments: count("traps.max_path_segments", raw.max_path_segments)?,
+            max_query_params: count("traps.max_query_params", raw.max_query_params)?,
+            repeated_param: count("traps.repeated_param", raw.repeated_param)?,
+            repeated_segment: count("traps.repeated_segment", raw.repeated_segment)?,
+            calendar: raw.calendar,
+            calendar_years_ahead: year("traps.calendar_years_ahead", raw.calendar_years_ahead)?,
+            calendar_min_year: year("traps.calendar_min_year", raw.calendar_min_year)?,
+            calendar_min_bare_year: year(
+                "traps.calendar_min_bare_year",
+                raw.calendar_min_bare_year,
+            )?,
+            repeated_content,
+        })
+    }
+
     fn positive(&self, key: &str, value: i64) -> Result<u64, ProfileError> {
         u64::try_from(value)
             .ok()
@@ -1074,7 +1189,7 @@ min_delay = 0.5
         let p = parse(GOOD).unwrap();
         assert_eq!(p.rules, RuleSettings::default());
         assert_eq!(p.rules.max_path_depth, 20);
-        assert_eq!(p.rules.keep_mime, vec![MimeRule::Embeds]);
+        assert_eq!(p.rules.keep_mime[0].to_string(), "*/*");
         let src = format!(
             "{GOOD}[scope]\nsurt_prefixes = [\"example.com\", \"https://(org,site,)/docs/\"]\n\
              max_path_depth = 0\nmax_bytes_per_site = 5000000\n\

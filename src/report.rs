@@ -30,6 +30,70 @@ pub struct Stats {
     pub hosts: BTreeMap<String, HostStats>,
     /// Per MIME type of fetched responses.
     pub mime_types: BTreeMap<String, MimeStats>,
+    /// URLs lost to trap rules and quotas, by rule (per host in `hosts`).
+    pub drops: DropCounts,
+}
+
+/// What trap rules and quotas cost a crawl, by rule, so that no loss is silent: the end
+/// summary, summary.txt and report.json (in total and per host) all show it.
+///
+/// Keys are the crawl.log annotations: `trap:long-url`, `trap:calendar`, … for URLs a trap
+/// rule dropped (`-5000`), `trap:repeated-content` for pages archived whose links were not
+/// followed, and the quotas `max-pages-per-site` and `scope:max-bytes-per-site` (`-5003`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct DropCounts {
+    /// Trap rule → URLs.
+    pub traps: BTreeMap<String, u64>,
+    /// Quota → URLs.
+    pub quotas: BTreeMap<String, u64>,
+}
+
+impl DropCounts {
+    /// Counts a crawl.log line if a trap rule or a quota made it; true when it did.
+    fn record(&mut self, status: i32, annotations: &[String]) -> bool {
+        let quota = status == crate::crawllog::status::BLOCKED_BY_QUOTA;
+        let Some(rule) = annotations
+            .iter()
+            .find(|a| a.starts_with("trap:") || (quota && !a.starts_with("retry:")))
+        else {
+            return false;
+        };
+        let map = if rule.starts_with("trap:") {
+            &mut self.traps
+        } else {
+            &mut self.quotas
+        };
+        *map.entry(rule.clone()).or_default() += 1;
+        true
+    }
+
+    /// URLs dropped by trap rules, all rules together.
+    pub fn trapped(&self) -> u64 {
+        self.traps.values().sum()
+    }
+
+    /// URLs dropped by quotas, all quotas together.
+    pub fn over_quota(&self) -> u64 {
+        self.quotas.values().sum()
+    }
+
+    /// One line for people: `3 by trap rules (trap:calendar 2, trap:long-url 1), 0 by quotas`.
+    pub fn describe(&self) -> String {
+        let list = |m: &BTreeMap<String, u64>| {
+            if m.is_empty() {
+                return String::new();
+            }
+            let items: Vec<String> = m.iter().map(|(k, n)| format!("{k} {n}")).collect();
+            format!(" ({})", items.join(", "))
+        };
+        format!(
+            "{} by trap rules{}, {} by quotas{}",
+            self.trapped(),
+            list(&self.traps),
+            self.over_quota(),
+            list(&self.quotas)
+        )
+    }
 }
 
 /// What happened on one host.
@@ -48,6 +112,8 @@ pub struct HostStats {
     pub discarded: u64,
     /// Still queued (filled in when a report is written).
     pub remaining: u64,
+    /// Lost to trap rules and quotas on this host, by rule.
+    pub dropped: DropCounts,
 }
 
 /// Responses of one MIME type.
@@ -88,6 +154,9 @@ impl Stats {
         let retry = o.annotations.iter().any(|a| a.starts_with("retry:"));
         let discarded = has("noindex") || has("noarchive") || has("none");
         let host = self.hosts.entry(host_key(o.uri)).or_default();
+        if host.dropped.record(o.status, o.annotations) {
+            self.drops.record(o.status, o.annotations);
+        }
         host.urls += 1;
         host.bytes += o.size.unwrap_or(0);
         if o.status == crate::crawllog::status::ROBOTS_PRECLUDED {
@@ -143,7 +212,10 @@ impl Stats {
                 "discarded": self.discarded,
                 "bytes_archived": self.bytes,
                 "queued": remaining.values().sum::<u64>(),
+                "dropped_by_traps": self.drops.trapped(),
+                "dropped_by_quotas": self.drops.over_quota(),
             },
+            "dropped": self.drops,
             "hosts": hosts,
             "mime_types": self.mime_types,
             "statuses": statuses,
@@ -181,6 +253,7 @@ impl Stats {
         for (status, n) in &self.by_status {
             s.push_str(&format!(" {status}:{n}"));
         }
+        s.push_str(&format!("\n  dropped:    {}", self.drops.describe()));
         for (origin, until) in &self.suspended {
             s.push_str(&format!(
                 "\n  suspended:  {origin} until {} (it kept refusing us; a later run resumes it)",
@@ -238,5 +311,62 @@ impl Progress {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(stats: &mut Stats, uri: &str, status: i32, annotations: &[&str]) {
+        let annotations: Vec<String> = annotations.iter().map(|a| a.to_string()).collect();
+        stats.record(&Outcome {
+            uri,
+            status,
+            size: None,
+            mime: None,
+            annotations: &annotations,
+        });
+    }
+
+    #[test]
+    fn drops_are_counted_per_rule_and_host() {
+        let mut s = Stats::default();
+        line(&mut s, "http://a.test/x", -5000, &["trap:calendar"]);
+        line(&mut s, "http://a.test/y", -5000, &["trap:calendar"]);
+        line(&mut s, "http://b.test:81/z", -5000, &["trap:long-url"]);
+        line(&mut s, "http://b.test:81/q", -5003, &["max-pages-per-site"]);
+        line(
+            &mut s,
+            "http://a.test/r",
+            -5003,
+            &["scope:max-bytes-per-site"],
+        );
+        line(&mut s, "http://a.test/p", 200, &["trap:repeated-content"]);
+        line(&mut s, "http://a.test/o", -5000, &["scope:off-site"]);
+        line(&mut s, "http://a.test/n", 200, &[]);
+        assert_eq!(s.drops.trapped(), 4);
+        assert_eq!(s.drops.over_quota(), 2);
+        assert_eq!(
+            s.drops.describe(),
+            "4 by trap rules (trap:calendar 2, trap:long-url 1, trap:repeated-content 1), \
+             2 by quotas (max-pages-per-site 1, scope:max-bytes-per-site 1)"
+        );
+        assert_eq!(s.hosts["a.test"].dropped.traps["trap:calendar"], 2);
+        assert_eq!(s.hosts["b.test:81"].dropped.quotas["max-pages-per-site"], 1);
+        let json = s.report_json("c", true, &BTreeMap::new());
+        assert_eq!(json["dropped"]["quotas"]["scope:max-bytes-per-site"], 1);
+        assert_eq!(json["totals"]["dropped_by_traps"], 4);
+        assert_eq!(
+            json["hosts"]["b.test:81"]["dropped"]["traps"]["trap:long-url"],
+            1
+        );
+        assert!(s
+            .summary("c", std::path::Path::new("/o"))
+            .contains("\n  dropped:    4 by trap rules (trap:calendar 2"));
+        assert_eq!(
+            DropCounts::default().describe(),
+            "0 by trap rules, 0 by quotas"
+        );
     }
 }

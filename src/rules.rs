@@ -346,13 +346,16 @@ impl ScopeRules {
     ///   is for, and `!` entries cannot drop them.
     /// - Otherwise a `!` entry that matches drops the response;
     /// - else `embeds` keeps whatever was reached by an embed hop;
-    /// - else a plain entry that matches keeps it; nothing matching means not kept.
+    /// - else a plain entry that matches keeps it;
+    /// - else, when the list holds only `!` entries (`["!video/*"]`), it is kept: such a list
+    ///   says what to leave out of "everything";
+    /// - else it is not kept.
     ///
     /// The type is compared without parameters and case (`Image/PNG; q=1` is `image/png`); a
-    /// missing type counts as `application/octet-stream`. The default list, `["embeds"]`,
-    /// archives pages and everything they embed, but not linked non-HTML files (PDFs,
-    /// archives, videos): add `"application/pdf"` or `"*/*"` to keep those. `[]` keeps HTML
-    /// only. robots.txt is archived regardless and is not decided here.
+    /// missing type counts as `application/octet-stream`. The default list, `["*/*"]`, keeps
+    /// everything in scope, as an archival crawl should; `["embeds"]` keeps pages and what they
+    /// embed but not linked files (PDFs, archives, videos); `[]` keeps HTML only. robots.txt is
+    /// archived regardless and is not decided here.
     pub fn mime_kept(&self, mime: Option<&str>, hop: Hop) -> bool {
         let essence = mime
             .and_then(|m| m.split(';').next())
@@ -372,9 +375,13 @@ impl ScopeRules {
         if hop == Hop::Embed && self.keep_mime.contains(&MimeRule::Embeds) {
             return true;
         }
-        self.keep_mime
-            .iter()
-            .any(|r| !r.negated() && r.matches(&essence))
+        let only_exclusions =
+            !self.keep_mime.is_empty() && self.keep_mime.iter().all(MimeRule::negated);
+        only_exclusions
+            || self
+                .keep_mime
+                .iter()
+                .any(|r| !r.negated() && r.matches(&essence))
     }
 
     /// True when a site has archived `site_bytes` or more and `max_bytes_per_site` is set.
@@ -616,15 +623,36 @@ mod tests {
     }
 
     #[test]
-    fn default_keeps_html_and_embeds_only() {
+    fn default_keeps_everything_in_scope() {
         let r = ScopeRules::new(&RuleSettings::default(), &[]);
         assert!(r.mime_kept(Some("text/html; charset=utf-8"), Hop::Link));
+        assert!(r.mime_kept(Some("image/png"), Hop::Embed));
+        assert!(r.mime_kept(Some("application/pdf"), Hop::Link));
+        assert!(r.mime_kept(Some("video/mp4"), Hop::Link));
+        assert!(r.mime_kept(None, Hop::Link));
+    }
+
+    #[test]
+    fn embeds_keeps_html_and_embeds_only() {
+        let r = ScopeRules::new(&settings(&[], 0, &["embeds"]), &[]);
         assert!(r.mime_kept(Some("Application/XHTML+XML"), Hop::Link));
         assert!(r.mime_kept(Some("image/png"), Hop::Embed));
         assert!(r.mime_kept(None, Hop::Embed));
         assert!(!r.mime_kept(Some("application/pdf"), Hop::Link));
         assert!(!r.mime_kept(Some("image/png"), Hop::Link));
         assert!(!r.mime_kept(None, Hop::Link));
+    }
+
+    #[test]
+    fn only_exclusions_keep_everything_else() {
+        let r = ScopeRules::new(&settings(&[], 0, &["!video/*", "!application/zip"]), &[]);
+        assert!(!r.mime_kept(Some("video/mp4"), Hop::Link));
+        assert!(!r.mime_kept(Some("video/webm"), Hop::Embed));
+        assert!(!r.mime_kept(Some("application/zip"), Hop::Link));
+        assert!(r.mime_kept(Some("application/pdf"), Hop::Link));
+        assert!(r.mime_kept(Some("image/png"), Hop::Embed));
+        assert!(r.mime_kept(None, Hop::Link));
+        assert!(r.mime_kept(Some("text/html"), Hop::Link));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The crawl's own records besides crawl.log: `run.log` (what the crawler decided and why),
 //! `refusals.log` (every refusal a site gave us) and `state/sites.json` (what must outlive the
-//! process: which sites are suspended, until when, in which round).
+//! process: which sites are suspended, until when, in which round; the pause a site asked for
+//! with `Retry-After`).
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
@@ -85,10 +86,21 @@ impl RefusalLog {
     }
 }
 
-/// Per-site facts that outlive one run (suspensions), saved as JSON.
+/// What the book remembers of one site. The refusal fields stay at the top level of the JSON
+/// (flattened), so books written before `retry_after` existed still load.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+struct SiteMemory {
+    #[serde(flatten)]
+    refusals: Refusals,
+    /// Seconds: the largest `Retry-After` the site sent, its pause from then on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    retry_after: Option<f64>,
+}
+
+/// Per-site facts that outlive one run (suspensions, Retry-After floors), saved as JSON.
 pub struct SiteBook {
     path: PathBuf,
-    sites: BTreeMap<String, Refusals>,
+    sites: BTreeMap<String, SiteMemory>,
     dirty: bool,
 }
 
@@ -113,14 +125,36 @@ impl SiteBook {
 
     /// What is known of a site's refusals (nothing for a new site).
     pub fn refusals(&self, origin: &str) -> Refusals {
-        self.sites.get(origin).cloned().unwrap_or_default()
+        self.sites
+            .get(origin)
+            .map(|m| m.refusals.clone())
+            .unwrap_or_default()
+    }
+
+    /// The pause a site asked for with `Retry-After`, if it ever did.
+    pub fn retry_after(&self, origin: &str) -> Option<std::time::Duration> {
+        let secs = self.sites.get(origin)?.retry_after?;
+        std::time::Duration::try_from_secs_f64(secs).ok()
     }
 
     /// Records a site's refusals; sites with nothing to remember are left out.
     pub fn set(&mut self, origin: &str, r: &Refusals) {
-        let empty = r == &Refusals::default();
+        let mut m = self.sites.get(origin).cloned().unwrap_or_default();
+        m.refusals = r.clone();
+        self.store(origin, m);
+    }
+
+    /// Records the site's `Retry-After` floor.
+    pub fn set_retry_after(&mut self, origin: &str, pause: std::time::Duration) {
+        let mut m = self.sites.get(origin).cloned().unwrap_or_default();
+        m.retry_after = Some(pause.as_secs_f64());
+        self.store(origin, m);
+    }
+
+    fn store(&mut self, origin: &str, m: SiteMemory) {
+        let empty = m == SiteMemory::default();
         let changed = match self.sites.get(origin) {
-            Some(old) => old != r,
+            Some(old) => old != &m,
             None => !empty,
         };
         if !changed {
@@ -129,7 +163,7 @@ impl SiteBook {
         if empty {
             self.sites.remove(origin);
         } else {
-            self.sites.insert(origin.to_string(), r.clone());
+            self.sites.insert(origin.to_string(), m);
         }
         self.dirty = true;
     }
@@ -169,9 +203,21 @@ mod tests {
         };
         book.set("http://a.test", &r);
         book.save().unwrap();
-        let book = SiteBook::load(&path).unwrap();
+        let mut book = SiteBook::load(&path).unwrap();
         assert_eq!(book.refusals("http://a.test"), r);
         assert_eq!(book.refusals("http://b.test"), Refusals::default());
+        assert_eq!(book.retry_after("http://a.test"), None);
+        // A Retry-After floor is kept beside the refusals, and an old book (no floor) loads.
+        book.set_retry_after("http://b.test", std::time::Duration::from_millis(2500));
+        book.save().unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains("\"retry_after\": 2.5"), "{text}");
+        let book = SiteBook::load(&path).unwrap();
+        assert_eq!(
+            book.retry_after("http://b.test"),
+            Some(std::time::Duration::from_millis(2500))
+        );
+        assert_eq!(book.refusals("http://a.test"), r);
         std::fs::write(&path, b"{not json").unwrap();
         let e = SiteBook::load(&path).err().unwrap();
         assert!(format!("{e:#}").contains("damaged"));

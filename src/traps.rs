@@ -8,9 +8,11 @@
 //! 2. [`strip_session_ids`] removes session ids from a URL so the seen-set treats
 //!    `…;jsessionid=A` and `…;jsessionid=B` as one URL (a server that hands every visit a new
 //!    session id would otherwise make every page "new" forever).
-//! 3. [`ContentTraps`] watches fetched pages: many near-identical pages reached under
-//!    ever-new URLs (an endless calendar, a soft-404 page behind every path, a page that echoes
-//!    its query) are a trap, and the links of further such pages are not followed.
+//! 3. [`ContentTraps`] watches fetched pages: many pages with the very same text reached under
+//!    ever-new URLs (a soft-404 page behind every path, an error page for any query) are a
+//!    trap, and the links of further such pages are not followed. Pages that differ only in
+//!    their numbers (a templated catalogue, pagination, a chain of styled pages) are different
+//!    pages: the crawl compares [`text_hash`]es, which see every word and number.
 //!
 //! The layers back each other up: the URL rules are cheap and catch the common shapes early,
 //! the content rule catches what no URL rule can describe (e.g. calendar pages inside the
@@ -70,8 +72,11 @@ pub const REPEATED_CONTENT: &str = "trap:repeated-content";
 /// | `trap:long-url` | the URL is longer than `max_url_chars` (2,000) characters |
 /// | `trap:deep-path` | the path has more than `max_path_segments` (40) segments |
 /// | `trap:many-params` | the query has more than `max_query_params` (30) parameters |
-/// | `trap:repeated-param` | one `name=value` pair occurs `repeats` (3) or more times in the query |
-/// | `trap:repeated-segment` | a run of 1, 2 or 3 segments occurs `repeats` (3) times back to back (`/a/a/a/`, `/a/b/a/b/a/b/`), or one segment that is not all digits occurs `repeats` (3) times anywhere in the path (`/x/p/y/p/z/p`) |
+/// | `trap:repeated-param` | one `name=value` pair occurs `param_repeats` (3) or more times in the query |
+/// | `trap:repeated-segment` | a run of 1, 2 or 3 segments occurs `segment_repeats` (3) times back to back (`/a/a/a/`, `/a/b/a/b/a/b/`), or one segment that is not all digits occurs `segment_repeats` (3) times anywhere in the path (`/x/p/y/p/z/p`) |
+///
+/// A threshold of 0 turns its rule off, and so does `calendar = false` (see [`TrapSettings`],
+/// the profile's `[traps]` table).
 /// | `trap:calendar` | a date in the path or query has a year after `max_year` (current year + 2), or a month-or-day date has a year before `min_calendar_year` (1990), or a bare year (`?year=`) is before `min_bare_year` (1000) |
 ///
 /// Segments are the path's `/`-separated parts without the empty one a trailing `/` leaves;
@@ -109,8 +114,12 @@ pub struct UrlTrapRules {
     pub max_url_chars: usize,
     pub max_path_segments: usize,
     pub max_query_params: usize,
-    /// How often a segment run or a query pair may occur before it is a trap.
-    pub repeats: usize,
+    /// How often a query pair may occur before it is a trap.
+    pub param_repeats: usize,
+    /// How often a segment run may occur before it is a trap.
+    pub segment_repeats: usize,
+    /// `trap:calendar` is checked.
+    pub calendar: bool,
     pub min_calendar_year: i64,
     pub min_bare_year: i64,
     pub max_year: i64,
@@ -123,25 +132,43 @@ impl UrlTrapRules {
             max_url_chars: 2000,
             max_path_segments: 40,
             max_query_params: 30,
-            repeats: 3,
+            param_repeats: 3,
+            segment_repeats: 3,
+            calendar: true,
             min_calendar_year: 1990,
             min_bare_year: 1000,
             max_year: i64::from(current_year) + 2,
         }
     }
 
+    /// The rules a profile's `[traps]` table asks for, with the date window ending
+    /// `current_year + calendar_years_ahead`; None when `enabled = false`.
+    pub fn from_settings(s: &TrapSettings, current_year: i32) -> Option<UrlTrapRules> {
+        s.enabled.then(|| UrlTrapRules {
+            max_url_chars: s.max_url_chars,
+            max_path_segments: s.max_path_segments,
+            max_query_params: s.max_query_params,
+            param_repeats: s.repeated_param,
+            segment_repeats: s.repeated_segment,
+            calendar: s.calendar,
+            min_calendar_year: s.calendar_min_year,
+            min_bare_year: s.calendar_min_bare_year,
+            max_year: i64::from(current_year).saturating_add(s.calendar_years_ahead),
+        })
+    }
+
     /// The first rule the URL breaks, if any. Cheap (linear in the URL's length), so it can
     /// run on every discovered link.
     pub fn check(&self, url: &Url) -> Option<Trap> {
         let chars = url.as_str().chars().count();
-        if chars > self.max_url_chars {
+        if self.max_url_chars > 0 && chars > self.max_url_chars {
             return Some(Trap::new(
                 LONG_URL,
                 format!("{chars} characters > {}", self.max_url_chars),
             ));
         }
         let segments = path_segments(url);
-        if segments.len() > self.max_path_segments {
+        if self.max_path_segments > 0 && segments.len() > self.max_path_segments {
             return Some(Trap::new(
                 DEEP_PATH,
                 format!(
@@ -153,7 +180,11 @@ impl UrlTrapRules {
         }
         self.query_trap(url)
             .or_else(|| self.repeated_segments(&segments))
-            .or_else(|| self.calendar(url, &segments))
+            .or_else(|| {
+                self.calendar
+                    .then(|| self.calendar(url, &segments))
+                    .flatten()
+            })
     }
 
     fn query_trap(&self, url: &Url) -> Option<Trap> {
@@ -163,7 +194,7 @@ impl UrlTrapRules {
             .split('&')
             .filter(|p| !p.is_empty())
             .collect();
-        if pairs.len() > self.max_query_params {
+        if self.max_query_params > 0 && pairs.len() > self.max_query_params {
             return Some(Trap::new(
                 MANY_PARAMS,
                 format!(
@@ -173,14 +204,17 @@ impl UrlTrapRules {
                 ),
             ));
         }
+        if self.param_repeats == 0 {
+            return None;
+        }
         let mut counts: HashMap<&str, usize> = HashMap::new();
         for pair in &pairs {
             let n = counts.entry(pair).or_default();
             *n += 1;
-            if *n >= self.repeats {
+            if *n >= self.param_repeats {
                 return Some(Trap::new(
                     REPEATED_PARAM,
-                    format!("{:?} {} times in the query", clip(pair), self.repeats),
+                    format!("{:?} {} times in the query", clip(pair), self.param_repeats),
                 ));
             }
         }
@@ -188,7 +222,10 @@ impl UrlTrapRules {
     }
 
     fn repeated_segments(&self, segs: &[&str]) -> Option<Trap> {
-        let repeats = self.repeats.max(2);
+        if self.segment_repeats == 0 {
+            return None;
+        }
+        let repeats = self.segment_repeats.max(2);
         for len in 1..=3 {
             let span = len * repeats;
             if segs.len() < span {
@@ -257,6 +294,52 @@ impl UrlTrapRules {
             ));
         }
         None
+    }
+}
+
+/// The profile's `[traps]` table: every trap rule can be tuned or turned off.
+///
+/// Defaults are the thresholds documented on [`UrlTrapRules`] and [`ContentTraps`]. A
+/// threshold of 0 turns its rule off; `enabled = false` turns every rule off (session ids are
+/// still stripped: that never drops a page, it only keeps one page from being fetched twice).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrapSettings {
+    pub enabled: bool,
+    /// `trap:long-url`: most characters of a URL.
+    pub max_url_chars: usize,
+    /// `trap:deep-path`: most path segments.
+    pub max_path_segments: usize,
+    /// `trap:many-params`: most query parameters.
+    pub max_query_params: usize,
+    /// `trap:repeated-param`: occurrences of one `name=value` pair that make a trap.
+    pub repeated_param: usize,
+    /// `trap:repeated-segment`: repetitions of a segment run that make a trap.
+    pub repeated_segment: usize,
+    /// `trap:calendar` on or off, and its date window.
+    pub calendar: bool,
+    pub calendar_years_ahead: i64,
+    pub calendar_min_year: i64,
+    pub calendar_min_bare_year: i64,
+    /// `trap:repeated-content`: pages with the same text under one path prefix before every
+    /// further one is a trap.
+    pub repeated_content: u32,
+}
+
+impl Default for TrapSettings {
+    fn default() -> Self {
+        TrapSettings {
+            enabled: true,
+            max_url_chars: 2000,
+            max_path_segments: 40,
+            max_query_params: 30,
+            repeated_param: 3,
+            repeated_segment: 3,
+            calendar: true,
+            calendar_years_ahead: 2,
+            calendar_min_year: 1990,
+            calendar_min_bare_year: 1000,
+            repeated_content: 20,
+        }
     }
 }
 
@@ -774,6 +857,16 @@ pub fn fingerprint(text: &str) -> u64 {
         .fold(0u64, |fp, (bit, _)| fp | 1 << bit)
 }
 
+/// A hash of a text's words and numbers, in order (case and punctuation ignored): equal only
+/// for pages that say exactly the same thing. The crawl's repeated-content rule uses this, not
+/// [`fingerprint`], so that templated pages differing in a price, a page number or an id are
+/// never taken for copies of each other.
+pub fn text_hash(text: &str) -> u64 {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .fold(0x9e37_79b9_7f4a_7c15, |acc, w| mix(acc ^ word_hash(w)))
+}
+
 /// Bits in which two fingerprints differ.
 pub fn distance(a: u64, b: u64) -> u32 {
     (a ^ b).count_ones()
@@ -829,7 +922,9 @@ fn mix(mut z: u64) -> u64 {
 /// resume they start again from zero, which delays detection but never breaks it.
 ///
 /// Call [`ContentTraps::observe`] once per fetched HTML page (not for retries of one URL),
-/// with `fingerprint(&visible_text(body))`.
+/// with `text_hash(&visible_text(body))`. The default detector, [`ContentTraps::default`],
+/// matches at distance 0 (the same hash: the same text); a detector built with a larger
+/// `max_distance` and fed [`fingerprint`]s finds near-copies instead.
 #[derive(Debug)]
 pub struct ContentTraps {
     max_pages: u32,
@@ -856,7 +951,7 @@ struct Cluster {
 
 impl Default for ContentTraps {
     fn default() -> Self {
-        ContentTraps::new(20, 3, 1024, 1024)
+        ContentTraps::new(20, 0, 1024, 1024)
     }
 }
 
@@ -1403,7 +1498,7 @@ mod tests {
 
     #[test]
     fn content_traps_trigger_after_the_limit() {
-        let mut traps = ContentTraps::default();
+        let mut traps = ContentTraps::new(20, 3, 1024, 1024);
         let site = "http://h";
         let base = fingerprint(&calendar_page("Monday", 30, "November", 2026));
         for i in 0..20u64 {
@@ -1451,6 +1546,62 @@ mod tests {
         traps.observe("http://b", &u("http://b/x"), 0);
         assert_eq!(traps.sites(), 2);
         assert_eq!(traps.clusters(site), 0);
+    }
+
+    #[test]
+    fn templated_pages_are_not_copies_but_identical_ones_are() {
+        // Issue 8: 300 product pages that differ only in their numbers are 300 pages.
+        let mut traps = ContentTraps::default();
+        let product = |n: u32| {
+            format!(
+                "<h1>Product {n}</h1><p>Price {}.99 EUR. SKU 10{n:04}. In stock: {}.</p>",
+                n % 50,
+                n % 7
+            )
+        };
+        for n in 0..300 {
+            let hash = text_hash(&visible_text(product(n).as_bytes()));
+            let url = u(&format!("http://h/shop/item-{n}.html"));
+            assert_eq!(traps.observe("http://h", &url, hash), None, "product {n}");
+        }
+        // The same soft-404 text under ever-new URLs is still a trap after 20.
+        let missing = text_hash(&visible_text(b"<h1>Not found</h1><p>Sorry.</p>"));
+        let found = (0..25)
+            .filter_map(|i| traps.observe("http://h", &u(&format!("http://h/x/{i}")), missing))
+            .count();
+        assert_eq!(found, 5);
+        assert_ne!(text_hash("page 1 of 9"), text_hash("page 2 of 9"));
+        assert_eq!(text_hash("Page 1, of 9!"), text_hash("page 1 of 9"));
+    }
+
+    #[test]
+    fn settings_tune_and_disable_url_rules() {
+        let off = TrapSettings {
+            enabled: false,
+            ..TrapSettings::default()
+        };
+        assert!(UrlTrapRules::from_settings(&off, 2026).is_none());
+        let default = UrlTrapRules::from_settings(&TrapSettings::default(), 2026).unwrap();
+        assert_eq!(default, UrlTrapRules::for_year(2026));
+        let tuned = TrapSettings {
+            calendar: false,
+            repeated_segment: 0,
+            max_query_params: 2,
+            ..TrapSettings::default()
+        };
+        let r = UrlTrapRules::from_settings(&tuned, 2026).unwrap();
+        assert_eq!(r.check(&u("http://h/cal/2099/01/")), None);
+        assert_eq!(r.check(&u("http://h/a/a/a/a/")), None);
+        assert_eq!(
+            r.check(&u("http://h/?a=1&b=2&c=3")).unwrap().rule,
+            MANY_PARAMS
+        );
+        let wide = TrapSettings {
+            calendar_years_ahead: 100,
+            ..TrapSettings::default()
+        };
+        let r = UrlTrapRules::from_settings(&wide, 2026).unwrap();
+        assert_eq!(r.check(&u("http://h/cal/2099/01/")), None);
     }
 
     #[test]
