@@ -7,8 +7,9 @@
 # Retry-After header (in seconds, or as an HTTP date), then 200 again; crawls it with the release
 # crawler at min_delay = 1 s; and tabulates every request: when it came, what it got, the gap
 # since the end of the previous answer, and the pause the documented rules call for (README,
-# "Backoff": doubling from the current delay, Retry-After sets the pause, each normal answer
-# halves it until it is back at the normal delay), so the two can be compared line by line.
+# "Backoff": doubling from the current delay, Retry-After sets the pause and becomes the site's
+# floor, each normal answer halves it until it is back at the normal delay), so the two can be
+# compared line by line.
 #
 # Environment:
 #   BENCH_PLAN=...     the server's answers to page requests, in order (see backoff_server.py)
@@ -150,25 +151,31 @@ def retry_after_secs(r):
 
 # The documented rule, as an oracle: an overloaded answer (429, 5xx) doubles the backoff starting
 # from the normal delay; a normal answer halves it and drops it once it is back at the normal
-# delay; a Retry-After sets it. The pause is max(normal delay, backoff). (The crawler adds a
-# clock margin of 2% of the pause, at most 5 ms, so gaps should come out about 5 ms longer.)
+# delay; a Retry-After sets it and becomes the site's floor, raised by a larger one and never
+# lowered: the normal delay is at least the floor from then on. The pause is
+# max(normal delay, backoff). (The crawler adds a clock margin of 2% of the pause, at most 5 ms,
+# so gaps should come out about 5 ms longer.)
 backoff = 0.0
+floor = 0.0
 rows, worst = [], None
 prev = None
 for i, r in enumerate(recs, 1):
     gap = (r["arrival_ns"] - prev["end_ns"]) / 1e9 if prev else None
     expected = prev["expected_next"] if prev else None
     st = r["status"]
-    if st == 429 or st >= 500:
-        backoff = min(max(backoff, base) * 2, MAX)
-    else:
-        backoff /= 2
-        if backoff <= base:
-            backoff = 0.0
     ra = retry_after_secs(r)
     if ra is not None:
+        floor = max(floor, ra)
+    normal = max(base, floor)
+    if st == 429 or st >= 500:
+        backoff = min(max(backoff, normal) * 2, MAX)
+    else:
+        backoff /= 2
+        if backoff <= normal:
+            backoff = 0.0
+    if ra is not None:
         backoff = ra
-    pause = max(base, backoff)
+    pause = max(normal, backoff)
     r["expected_next"] = pause
     r["backoff"] = backoff
     diff = (gap - expected) * 1000 if gap is not None else None

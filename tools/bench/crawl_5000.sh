@@ -5,6 +5,8 @@
 # Usage: tools/bench/crawl_5000.sh        (from any folder; run it again at will)
 # Environment:
 #   BENCH_PAGES=N        pages in the generated site (default 5000)
+#   BENCH_CSS=0|1        pages carry CSS requisites (stylesheets with @import, fonts and
+#                        backgrounds, <style> and style= attributes); default 1
 #   BENCH_TIMEOUT=S      give up on one crawl after S seconds (default 1800)
 #   BENCH_NO_BUILD=1     skip `cargo build --release` (use the binary already built)
 #   CARGO_TARGET_DIR     honoured as cargo does
@@ -18,13 +20,15 @@ OUT="$HERE/out"
 SITE="$OUT/site"
 PAGES="${BENCH_PAGES:-5000}"
 TIMEOUT="${BENCH_TIMEOUT:-1800}"
-GENERATOR_VERSION=1        # bump when the generator changes, so old sites are rebuilt
+CSS="${BENCH_CSS:-1}"
+GENERATOR_VERSION=2        # bump when the generator changes, so old sites are rebuilt
 
 say() { printf '\n== %s\n' "$*"; }
 die() { printf 'crawl_5000.sh: error: %s\n' "$*" >&2; exit 1; }
 
 [[ "$PAGES" =~ ^[0-9]+$ && "$PAGES" -ge 10 ]] || die "BENCH_PAGES must be a number >= 10"
 [[ "$TIMEOUT" =~ ^[0-9]+$ ]] || die "BENCH_TIMEOUT must be a whole number of seconds"
+[[ "$CSS" = 0 || "$CSS" = 1 ]] || die "BENCH_CSS must be 0 or 1"
 for tool in python3 cargo wget gzip; do
     command -v "$tool" >/dev/null 2>&1 || die "'$tool' is needed but not found on PATH"
 done
@@ -107,20 +111,24 @@ fi
 [[ -x "$BIN" ]] || die "no crawler binary at $BIN (build it with: cargo build --release)"
 
 # --- 2. the site ----------------------------------------------------------------------------
-STAMP="pages=$PAGES generator=$GENERATOR_VERSION"
+STAMP="pages=$PAGES css=$CSS generator=$GENERATOR_VERSION"
 if [[ -f "$SITE/.generated" && "$(cat "$SITE/.generated")" = "$STAMP" ]]; then
     say "Site already generated: $SITE ($PAGES pages)"
 else
     say "Generating a $PAGES-page site in $SITE"
     rm -rf "$SITE"
-    "$PY" - "$SITE" "$PAGES" <<'PY'
+    "$PY" - "$SITE" "$PAGES" "$CSS" <<'PY'
 # Page 0 is /index.html (linked as "/"), page i > 0 is /p/NN/iiii.html with NN = i // 100.
 # Links: the parent and the children in a 5-ary tree (so every page is reachable breadth-first
 # from the front page), then cross links chosen at random (fixed seed) up to 10 per page.
 # Each page is padded with text to a random size between 5 and 10 KB.
+# With CSS on, as a documentation site is styled: every page links its section's stylesheet
+# /css/sNN.css, which @imports /css/base.css (a web font, a background) and names its own font
+# and background; a <style> element and a style= attribute name one image each of the section.
+# So each section has 5 requisites of its own and the site 3 shared ones.
 import os, random, sys
 
-root, n = sys.argv[1], int(sys.argv[2])
+root, n, css = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
 rnd = random.Random(5000)
 width = max(4, len(str(n - 1)))
 words = ("harbour lighthouse river mill slate roof archive crawler record index page link "
@@ -144,9 +152,15 @@ for i in range(n):
         if j != i and j not in links:
             links.append(j)
     items = "\n".join(f'  <li><a href="{href(j)}">{text(3)} ({j})</a></li>' for j in links)
+    sec = i // 100
+    style = (f'<link rel="stylesheet" href="/css/s{sec:02d}.css">\n'
+             f"<style>h1 {{ background: url('/img/s{sec:02d}-h.png') no-repeat; }}</style>\n"
+             if css else "")
+    box = (f'<div style="background-image: url(/img/s{sec:02d}-box.png)">{text(5)}</div>\n'
+           if css else "")
     head = (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-            f"<title>Bench page {i}</title>\n</head>\n<body>\n<h1>Page {i}: {text(4)}</h1>\n"
-            f"<ul>\n{items}\n</ul>\n")
+            f"<title>Bench page {i}</title>\n{style}</head>\n<body>\n<h1>Page {i}: {text(4)}</h1>\n"
+            f"{box}<ul>\n{items}\n</ul>\n")
     tail = "</body>\n</html>\n"
     target = rnd.randint(5 * 1024, 10 * 1024)
     paras = []
@@ -158,6 +172,30 @@ for i in range(n):
     os.makedirs(os.path.dirname(path(i)), exist_ok=True)
     with open(path(i), "w", encoding="utf-8") as f:
         f.write(head + "".join(paras) + tail)
+
+def blob(rel, size):
+    full = os.path.join(root, rel)
+    os.makedirs(os.path.dirname(full), exist_ok=True)
+    with open(full, "wb") as f:
+        f.write(rnd.randbytes(size))
+
+if css:
+    os.makedirs(os.path.join(root, "css"), exist_ok=True)
+    with open(os.path.join(root, "css", "base.css"), "w") as f:
+        f.write('/* shared by every section */\n'
+                '@font-face { font-family: Body; src: url("../fonts/body.woff2") format("woff2"); }\n'
+                "body { font-family: Body, serif; background: url(../img/paper.png); }\n")
+    blob("fonts/body.woff2", 30_000)
+    blob("img/paper.png", 8_000)
+    for sec in range((n - 1) // 100 + 1):
+        with open(os.path.join(root, "css", f"s{sec:02d}.css"), "w") as f:
+            f.write(f'@import "base.css";\n'
+                    f"@font-face {{ font-family: S{sec}; src: url('/fonts/s{sec:02d}.woff2') format('woff2'); }}\n"
+                    f"h1 {{ font-family: S{sec}; }}\n"
+                    f".nav {{ background: image-set('/img/s{sec:02d}-nav.png' 1x); }}\n")
+        blob(f"fonts/s{sec:02d}.woff2", 20_000)
+        for name in ("nav", "h", "box"):
+            blob(f"img/s{sec:02d}-{name}.png", 3_000)
 
 with open(os.path.join(root, "robots.txt"), "w") as f:
     f.write("# The benchmark site: every robot may fetch everything.\nUser-agent: *\nAllow: /\n")
@@ -257,8 +295,8 @@ if [[ ${RC[archiver]} -ne 0 ]]; then
 fi
 
 # --- 5. crawl with wget ---------------------------------------------------------------------
-say "Crawl 2/2: wget --recursive --level=inf --no-parent --warc-file -e robots=on"
-measure wget wget --recursive --level=inf --no-parent --no-verbose -e robots=on \
+say "Crawl 2/2: wget --recursive --level=inf --no-parent --page-requisites --warc-file -e robots=on"
+measure wget wget --recursive --level=inf --no-parent --page-requisites --no-verbose -e robots=on \
     --warc-file="$OUT/wget/bench" --directory-prefix="$OUT/wget/files" \
     --output-file="$OUT/wget/wget.log" "$BASE/"
 # wget exits 8 when some URL answered with an error status; that is still a finished crawl.
@@ -278,7 +316,7 @@ export BENCH_OUT="$OUT" BENCH_PAGES_EXPECTED="$PAGES" BENCH_BASE="$BASE" \
     BENCH_SRV_ARCHIVER="${SERVER_TICKS[archiver]}" BENCH_SRV_WGET="${SERVER_TICKS[wget]}" \
     BENCH_CLK_TCK="$CLK_TCK" BENCH_GIT_REV="$GIT_REV" BENCH_SITE_KB="$SITE_KB" \
     BENCH_WGET_VERSION="$WGET_VERSION" BENCH_PY_VERSION="$PY_VERSION" \
-    BENCH_LOAD_ARCHIVER="${LOAD[archiver]}" BENCH_LOAD_WGET="${LOAD[wget]}"
+    BENCH_LOAD_ARCHIVER="${LOAD[archiver]}" BENCH_LOAD_WGET="${LOAD[wget]}" BENCH_CSS="$CSS"
 "$PY" - <<'PY'
 import datetime, glob, os, platform, re, zlib
 
@@ -311,9 +349,10 @@ def time_report(name):
     return got
 
 def warc_responses(pattern):
-    """Counts HTTP 200 response records of HTML pages (robots.txt left out) in WARC files,
-    reading them gzip member by gzip member and record by record."""
-    pages, records, size = 0, 0, 0
+    """Counts HTTP 200 response records (robots.txt left out) in WARC files, HTML pages and
+    other files (requisites) apart, reading them gzip member by gzip member and record by
+    record."""
+    pages, requisites, records, size = 0, 0, 0, 0
     for path in glob.glob(pattern):
         size += os.path.getsize(path)
         data = open(path, "rb").read()
@@ -330,14 +369,18 @@ def warc_responses(pattern):
                 k, _, v = line.decode("utf-8", "replace").partition(":")
                 head[k.strip().lower()] = v.strip()
             n = int(head["content-length"])
-            block = bytes(blob[end + 4:end + 4 + 64])
+            block = bytes(blob[end + 4:end + 4 + min(n, 4096)])
             records += 1
             uri = head.get("warc-target-uri", "").strip("<>")
             if (head.get("warc-type") == "response" and uri.startswith(base)
                     and not uri.endswith("/robots.txt") and block.split(b" ", 2)[1:2] == [b"200"]):
-                pages += 1
+                http_head = block.split(b"\r\n\r\n", 1)[0].lower()
+                if b"content-type: text/html" in http_head:
+                    pages += 1
+                else:
+                    requisites += 1
             pos = end + 4 + n + 4
-    return pages, records, size
+    return pages, requisites, records, size
 
 def archiver_log_pages():
     n = 0
@@ -367,29 +410,30 @@ for tool, warcs, log_pages in [
         ("wget", os.path.join(out, "wget", "*.warc.gz"), wget_log_pages())]:
     t = time_report(tool)
     try:
-        pages, records, size = warc_responses(warcs)
+        pages, requisites, records, size = warc_responses(warcs)
         warc_note = ""
     except (ValueError, KeyError, IndexError, zlib.error) as e:
-        pages, records, size = 0, 0, 0
+        pages, requisites, records, size = 0, 0, 0, 0
         warc_note = f" (WARC unreadable: {e})"
     cpu = t.get("user", 0) + t.get("sys", 0)
     wall = t.get("wall", 0)
     per_s = f"{pages / wall:.1f}" if wall and pages else "-"
     cpu_k = f"{cpu / pages * 1000:.2f}" if pages else "-"
     rss = f"{t['rss_kb'] / 1024:.1f}" if "rss_kb" in t else "-"
-    rows.append(f"| {tool} | {pages} | {wall:.2f} | {per_s} | {cpu_k} | {rss} |")
+    rows.append(f"| {tool} | {pages} | {requisites} | {wall:.2f} | {per_s} | {cpu_k} | {rss} |")
     srv = int(env["BENCH_SRV_" + tool.upper()]) / tck
     raw.append(f"- **{tool}**: exit status {env['BENCH_RC_' + tool.upper()]}; "
                f"user {t.get('user', 0):.2f} s, sys {t.get('sys', 0):.2f} s, wall {wall:.2f} s, "
-               f"peak RSS {t.get('rss_kb', 0):.0f} KB; HTML pages with status 200: {pages} in the WARC, "
-               f"{log_pages if log_pages is not None else '?'} in its log; {records} WARC records, "
+               f"peak RSS {t.get('rss_kb', 0):.0f} KB; with status 200 in the WARC: {pages} HTML pages "
+               f"and {requisites} other files (requisites); "
+               f"{log_pages if log_pages is not None else '?'} URLs with status 200 in its log; {records} WARC records, "
                f"{size / 1e6:.1f} MB of WARC{warc_note}; the server used {srv:.2f} CPU s meanwhile; "
                f"load average before: {env['BENCH_LOAD_' + tool.upper()]}.")
     if pages != expected:
         raw.append(f"  - note: {tool} fetched {pages} of the {expected} pages.")
 
-table = ("| tool | pages | wall s | pages/s | CPU s (user+sys) per 1,000 pages | peak RSS MB |\n"
-         "| --- | ---: | ---: | ---: | ---: | ---: |\n" + "\n".join(rows))
+table = ("| tool | pages | requisites | wall s | pages/s | CPU s (user+sys) per 1,000 pages | peak RSS MB |\n"
+         "| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n" + "\n".join(rows))
 cpu_model = "?"
 try:
     for line in open("/proc/cpuinfo"):
@@ -405,10 +449,13 @@ Run {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC by tools/b
 Machine: {os.cpu_count()} CPUs ({cpu_model}), {platform.system()} {platform.release()}.
 Site: {expected} static HTML pages of 5-10 KB ({env['BENCH_SITE_KB']} KB), 10 links each, robots.txt
 allowing all, served on 127.0.0.1 by Python's ThreadingHTTPServer on the same machine.
+CSS requisites: {"on (per 100-page section a stylesheet that @imports a shared one, 2 fonts, 4 backgrounds; <style> and style= on every page)" if env["BENCH_CSS"] == "1" else "off (BENCH_CSS=0)"}.
 
 {table}
 
-Pages: HTML pages answered 200 and recorded in the tool's WARC (robots.txt not counted).
+Pages: HTML pages answered 200 and recorded in the tool's WARC (robots.txt not counted);
+requisites: the other files answered 200 in it (stylesheets, fonts, images, when BENCH_CSS=1).
+pages/s and CPU per 1,000 pages count HTML pages only, with the requisites' cost included.
 Wall, CPU and peak RSS: /usr/bin/time -v of the crawler process alone; the Python server's CPU
 is not included (it is listed below) but it ran on the same 2 cores, so it slows both crawls.
 archiver: min_delay = 0, delay_factor = 0 (allowed on loopback only). wget: one
