@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tools/bench/backoff.sh: the "backoff" benchmark of the politeness engine.
 #
-# Usage: tools/bench/backoff.sh        (from any folder; about a minute)
+# Usage: tools/bench/backoff.sh        (from any folder; about four minutes)
 #
 # Serves one loopback site (backoff_server.py) that answers 429 for a while, some with a
 # Retry-After header (in seconds, or as an HTTP date), then 200 again; crawls it with the release
@@ -23,7 +23,7 @@ REPO="$(cd "$HERE/../.." && pwd)"
 OUT="$HERE/out/backoff"
 PLAN="${BENCH_PLAN:-200x2,429x4,429:ra=3,429:date=10,200x14}"
 MIN_DELAY=1.0
-DEADLINE=300   # seconds; the crawl normally ends by itself in about a minute
+DEADLINE=300   # seconds; the crawl normally ends by itself in about four minutes
 
 say() { printf '\n== %s\n' "$*"; }
 die() { printf 'backoff.sh: error: %s\n' "$*" >&2; exit 1; }

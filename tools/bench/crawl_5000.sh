@@ -449,7 +449,7 @@ Run {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC by tools/b
 Machine: {os.cpu_count()} CPUs ({cpu_model}), {platform.system()} {platform.release()}.
 Site: {expected} static HTML pages of 5-10 KB ({env['BENCH_SITE_KB']} KB), 10 links each, robots.txt
 allowing all, served on 127.0.0.1 by Python's ThreadingHTTPServer on the same machine.
-CSS requisites: {"on (per 100-page section a stylesheet that @imports a shared one, 2 fonts, 4 backgrounds; <style> and style= on every page)" if env["BENCH_CSS"] == "1" else "off (BENCH_CSS=0)"}.
+CSS requisites: {"on (per 100-page section a stylesheet, a web font and 3 background images; a shared stylesheet @imported by each, with a font and a background; <style> and style= on every page)" if env["BENCH_CSS"] == "1" else "off (BENCH_CSS=0)"}.
 
 {table}
 
