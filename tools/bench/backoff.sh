@@ -23,7 +23,7 @@ REPO="$(cd "$HERE/../.." && pwd)"
 OUT="$HERE/out/backoff"
 PLAN="${BENCH_PLAN:-200x2,429x4,429:ra=3,429:date=10,200x14}"
 MIN_DELAY=1.0
-DEADLINE=300   # seconds; the crawl normally ends by itself in about four minutes
+DEADLINE=420   # seconds; the crawl normally ends by itself in about four minutes
 
 say() { printf '\n== %s\n' "$*"; }
 die() { printf 'backoff.sh: error: %s\n' "$*" >&2; exit 1; }
