@@ -53,6 +53,8 @@ const LINE_BATCH: usize = 4096;
 /// Blocks with at least this much left unread are skimmed rather than inflated (see
 /// [`walk_skimming`]).
 const SKIM_MIN: u64 = 2 * 1024;
+/// Input bytes an inflater may have taken in without using them yet (a 64-bit bit buffer).
+const HELD_INPUT: u64 = 8;
 /// Compressed bytes looked at per read while skimming.
 const SKIM_CHUNK: usize = 1024 * 1024;
 
@@ -1113,9 +1115,13 @@ impl Walker<'_> {
         let mut block = (&mut member).take(limit);
         let item = visitor.record(offset, &head, &mut block).map_err(damage)?;
         let remaining = block.limit();
-        if limit != u64::MAX && remaining >= SKIM_MIN {
+        // Once the inflater has met the member's end (a large step can inflate all of a small
+        // member), the member ends where the input stands: nothing is left to skim, and a
+        // search from there would only find a later member of the same size.
+
+        if limit != u64::MAX && remaining >= SKIM_MIN && !self.inflater.done {
             let expected = self.inflater.out_pos() + remaining + 4;
-            if let Some(end) = self.member_end(expected).map_err(damage)? {
+            if let Some(end) = self.member_end(offset, expected).map_err(damage)? {
                 self.src.seek_to(end).map_err(damage)?;
                 let length = end - offset;
                 return Ok(Step::Record(
@@ -1161,11 +1167,13 @@ impl Walker<'_> {
         ))
     }
 
-    /// Where the current gzip member ends, found without inflating it: the first offset at
-    /// or after the inflater's input position preceded by `isize` (the member's inflated size,
-    /// little-endian, modulo 2^32) and followed by a gzip magic or the end of the file. `None`
-    /// when not skimming or when nothing fits (the caller then inflates).
-    fn member_end(&mut self, isize: u64) -> io::Result<Option<u64>> {
+    /// Where the current gzip member (starting at `member`) ends, found without inflating it:
+    /// the first offset from a few bytes before the inflater's input position on that is
+    /// preceded by `isize` (the member's inflated size, little-endian, modulo 2^32) and followed
+    /// by a gzip magic or the end of the file. `None` when not skimming or when nothing fits
+    /// (the caller then inflates). Only called while the member is not yet inflated to its end:
+    /// a search that starts past the true end finds a later member of the same size.
+    fn member_end(&mut self, member: u64, isize: u64) -> io::Result<Option<u64>> {
         let Some((file, len)) = &self.skim else {
             return Ok(None);
         };
@@ -1173,6 +1181,17 @@ impl Walker<'_> {
         let start = self.src.pos;
         // Stored deflate blocks add 5 bytes per 64 KiB: the member cannot end much later.
         let limit = (start + isize + isize / 1000 + 1024).min(*len);
+        // An inflater may hold input it has read but not yet used (its bit buffer), so the
+        // trailer can begin a few bytes before `start`: look there first.
+        let back = start.saturating_sub(HELD_INPUT).max(member + 18);
+        if back < start {
+            let mut near = [0u8; 2 * HELD_INPUT as usize + 8];
+            let want = ((start + 8 - back) as usize + 3).min(near.len());
+            let n = read_at_most(file, &mut near[..want], back)?;
+            if let Some(i) = find_member_end(&near[..n], size) {
+                return Ok(Some(back + i as u64));
+            }
+        }
         // Small members are usually in the read buffer already.
         let buffered = self.src.inner.buffer();
         if let Some(i) = find_member_end(buffered, size) {
@@ -1192,7 +1211,7 @@ impl Walker<'_> {
             at += (n - 7) as u64;
         }
         // The last member of the file.
-        if *len >= start + 8 && *len <= limit {
+        if *len >= member + 18 && *len <= limit {
             let mut tail = [0u8; 4];
             if read_at_most(file, &mut tail, *len - 4)? == 4 && tail == size {
                 return Ok(Some(*len));

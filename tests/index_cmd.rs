@@ -308,3 +308,237 @@ fn output_onto_a_special_file_writes_into_it() {
     let kind = std::fs::symlink_metadata(&fifo).expect("stat").file_type();
     assert!(kind.is_fifo(), "the FIFO is still a FIFO");
 }
+
+/// A small deterministic generator (xorshift64*), so a failing case can be replayed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+/// A body of `len` bytes that compresses a lot (repeats), somewhat (text-like) or not at all.
+fn body(rng: &mut Rng, len: usize) -> Vec<u8> {
+    match rng.below(3) {
+        0 => vec![b'a' + rng.below(26) as u8; len],
+        1 => {
+            const WORDS: [&str; 8] = [
+                "the ", "crawl ", "<p>", "archive ", "\n", "of ", "web ", "x",
+            ];
+            let mut b = Vec::with_capacity(len + 16);
+            while b.len() < len {
+                b.extend_from_slice(WORDS[rng.below(8) as usize].as_bytes());
+            }
+            b.truncate(len);
+            b
+        }
+        _ => (0..len).map(|_| rng.next() as u8).collect(),
+    }
+}
+
+/// Block sizes around every buffer the reader uses (its 2 KiB first inflate step and skim
+/// threshold, the 64 KiB inflate output, the 256 KiB read buffer, the 1 MiB skim window),
+/// and small ones.
+fn block_len(rng: &mut Rng) -> usize {
+    const EDGES: [usize; 6] = [0, 2048, 4096, 65536, 262_144, 1_048_576];
+    match rng.below(4) {
+        0 => rng.below(600) as usize,
+        1 => rng.below(6000) as usize,
+        _ => {
+            let edge = EDGES[rng.below(EDGES.len() as u64) as usize];
+            (edge + rng.below(200) as usize).saturating_sub(100)
+        }
+    }
+}
+
+/// One record, gzipped on its own at `level` (0 = stored blocks).
+fn gz_record(head: &str, block: &[u8], level: u32) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(level));
+    e.write_all(head.as_bytes()).unwrap();
+    e.write_all(block).unwrap();
+    e.write_all(b"\r\n\r\n").unwrap();
+    e.finish().unwrap()
+}
+
+/// A WARC of `n` random records; every few, the same record three times (members of equal size,
+/// which is what a skim that looks too far lands on).
+fn random_warc(rng: &mut Rng, n: usize, size: fn(&mut Rng) -> usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < n {
+        let kind =
+            ["response", "response", "resource", "request", "metadata"][rng.below(5) as usize];
+        let len = size(rng);
+        let payload = body(rng, len);
+        let block = if kind == "response" {
+            let mut b = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {len}\r\n\r\n"
+            )
+            .into_bytes();
+            b.extend_from_slice(&payload);
+            b
+        } else {
+            payload.clone()
+        };
+        // Sometimes no payload digest: then the indexer reads the whole payload.
+        let digest = if rng.below(3) == 0 {
+            String::new()
+        } else {
+            format!(
+                "WARC-Payload-Digest: {}\r\n",
+                archiver::spool::sha1_of(&payload)
+            )
+        };
+        let head = format!(
+            "WARC/1.1\r\nWARC-Type: {kind}\r\nWARC-Record-ID: <urn:uuid:r{i}>\r\n\
+             WARC-Date: 2026-12-01T10:{:02}:{:02}Z\r\nWARC-Target-URI: http://example.com/p{i}\r\n\
+             {digest}Content-Type: {}\r\nContent-Length: {}\r\n\r\n",
+            i / 60 % 60,
+            i % 60,
+            if kind == "response" {
+                "application/http;msgtype=response"
+            } else {
+                "text/plain"
+            },
+            block.len()
+        );
+        let level = rng.below(10) as u32;
+        let member = gz_record(&head, &block, level);
+        let copies = 1 + rng.below(3) as usize;
+        for _ in 0..copies {
+            out.extend_from_slice(&member);
+        }
+        i += copies;
+    }
+    out
+}
+
+/// The index reader's read buffer (`INPUT_BUF` in src/index.rs).
+const READ_BUFFER: usize = 256 * 1024;
+
+/// A head for a small `resource` record `i` with a block of `len` bytes.
+fn small_head(i: usize, len: usize) -> String {
+    format!(
+        "WARC/1.1\r\nWARC-Type: resource\r\nWARC-Record-ID: <urn:uuid:s{i}>\r\n\
+         WARC-Date: 2026-12-01T11:00:00Z\r\nWARC-Target-URI: http://example.com/s{i}\r\n\
+         Content-Type: text/plain\r\nContent-Length: {len}\r\n\r\n"
+    )
+}
+
+/// Members that begin a few bytes before a read-buffer boundary (every distance from 1 to
+/// 60 bytes in turn), each followed by a member of the same inflated size. Small stored
+/// members in between (never skimmed, so the reader never seeks) place them exactly.
+fn straddling_warc(rng: &mut Rng) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    let mut boundary = READ_BUFFER;
+    for before in [1usize, 2, 3, 5, 8, 13, 21, 34, 47, 60] {
+        // Fill with stored members up to `boundary - before`; the last one sized to fit.
+        loop {
+            let room = boundary - 10 - before - out.len();
+            if room >= 2000 {
+                let len = 1000;
+                out.extend(gz_record(&small_head(i, len), &vec![b'.'; len], 0));
+                i += 1;
+                continue;
+            }
+            // Stored: the member grows byte for byte with its block (and its length's digits).
+            let mut len = room - gz_record(&small_head(i, 0), b"", 0).len();
+            let member = loop {
+                let member = gz_record(&small_head(i, len), &vec![b'-'; len], 0);
+                match member.len().cmp(&room) {
+                    std::cmp::Ordering::Equal => break member,
+                    std::cmp::Ordering::Greater => len -= member.len() - room,
+                    std::cmp::Ordering::Less => len += room - member.len(),
+                }
+            };
+            out.extend(member);
+            i += 1;
+            break;
+        }
+        let len = 2600 + rng.below(800) as usize;
+        let payload = body(&mut Rng(rng.next() | 1), len);
+        let mut block = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n".to_vec();
+        block.extend_from_slice(&payload);
+        // With a payload digest, so that the indexer reads only the heads and skims the rest.
+        let head = small_head(i, block.len())
+            .replace("resource", "response")
+            .replace(
+                "Content-Type: text/plain",
+                &format!(
+                    "WARC-Payload-Digest: {}\r\nContent-Type: application/http;msgtype=response",
+                    archiver::spool::sha1_of(&payload)
+                ),
+            );
+        let twin = gz_record(&head, &block, 6);
+        out.extend_from_slice(&twin);
+        out.extend_from_slice(&twin);
+        i += 1;
+        boundary += READ_BUFFER;
+    }
+    out
+}
+
+#[test]
+fn random_record_sizes_and_compressibility_index_like_cdxj_indexer() {
+    let dir = tempfile::tempdir().unwrap();
+    let seed = std::env::var("INDEX_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x5eed_1d3c_u64);
+    let mut rng = Rng(seed | 1);
+    let mut files = Vec::new();
+    // Any size, around every buffer edge.
+    for f in 0..2 {
+        let path = dir.path().join(format!("edges-{f}.warc.gz"));
+        fs::write(&path, random_warc(&mut rng, 40, block_len)).unwrap();
+        files.push(path);
+    }
+    // Many small pages, as a crawl of a documentation site makes: read buffers end at every
+    // point of some member's head.
+    for f in 0..2 {
+        let path = dir.path().join(format!("pages-{f}.warc.gz"));
+        let small = |rng: &mut Rng| 1500 + rng.below(5000) as usize;
+        fs::write(&path, random_warc(&mut rng, 1500, small)).unwrap();
+        files.push(path);
+    }
+    let path = dir.path().join("straddling.warc.gz");
+    fs::write(&path, straddling_warc(&mut rng)).unwrap();
+    files.push(path);
+    let refs: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+    let ours = index_ok(&refs);
+    let theirs = cdxj_indexer(&refs);
+    assert!(theirs.lines().count() > 1000, "{theirs}");
+    if ours != theirs {
+        let (a, b): (Vec<&str>, Vec<&str>) = (ours.lines().collect(), theirs.lines().collect());
+        let first = a
+            .iter()
+            .zip(&b)
+            .position(|(x, y)| x != y)
+            .unwrap_or(a.len().min(b.len()));
+        panic!(
+            "seed {seed}: {} lines, cdxj-indexer {}; first difference:\nours:   {:?}\ntheirs: {:?}",
+            a.len(),
+            b.len(),
+            a.get(first),
+            b.get(first)
+        );
+    }
+}
+
+#[test]
+fn the_merged_records_regression_fixture_indexes_like_cdxj_indexer() {
+    // Written by this crawler; records 3674765.. were once merged into one line.
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/warc/index-merge.warc.gz");
+    let ours = index_ok(&[&path]);
+    assert_eq!(ours.lines().count(), 3601);
+    assert_eq!(ours, cdxj_indexer(&[&path]));
+}
