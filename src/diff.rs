@@ -38,8 +38,10 @@ const CONTEXT: usize = 3;
 pub enum DiffError {
     #[error("{}: {source}", .path.display())]
     Io { path: PathBuf, source: io::Error },
-    #[error("{}: no CDXJ index found (give a crawl folder with indexes/, a folder of .cdxj files, or a .cdxj file)", .0.display())]
+    #[error("{}: no CDXJ index and no WARC or ARC file found (give a crawl folder, a folder of .cdxj files, a .cdxj file, or WARC/ARC files or folders of them)", .0.display())]
     NoIndex(PathBuf),
+    #[error(transparent)]
+    Input(#[from] index::InputError),
     #[error("{}:{line}: CDXJ lines are not sorted (this line sorts before the one above it); sort with `LC_ALL=C sort` or rebuild with `archiver index`", .path.display())]
     Unsorted { path: PathBuf, line: u64 },
     #[error("{}:{line}: not a CDXJ line: {message}", .path.display())]
@@ -77,20 +79,34 @@ pub struct Crawl {
     pub label: String,
     pub indexes: Vec<PathBuf>,
     pub warc_dirs: Vec<PathBuf>,
+    /// The index built for a crawl given as WARC/ARC files only; removed when the last clone
+    /// of the crawl goes.
+    _built: Option<std::sync::Arc<tempfile::TempDir>>,
 }
 
 impl Crawl {
     /// A crawl output folder (`OUT` with `indexes/` and `warcs/`), a folder of `.cdxj` files,
-    /// or one `.cdxj` file.
+    /// or one `.cdxj` file; or, where there is no CDXJ, WARC and ARC files (a file, or a folder
+    /// searched with its sub-folders, such as an old ARC crawl), indexed first.
     pub fn locate(path: &Path) -> Result<Crawl, DiffError> {
         let label = path.display().to_string();
         if path.is_file() {
             let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+            let name = path.file_name().unwrap_or_default().to_string_lossy();
+            if index::is_archive_name(&name) {
+                return Crawl::from_archives(label, vec![path.to_path_buf()]);
+            }
             return Ok(Crawl {
                 label,
                 indexes: vec![path.to_path_buf()],
                 warc_dirs: vec![dir.join("..").join("warcs"), dir],
+                _built: None,
             });
+        }
+        if !path.is_dir() {
+            return Err(DiffError::Input(index::InputError::Missing(
+                path.to_path_buf(),
+            )));
         }
         let (index_dir, warc_dirs) = if path.join("indexes").is_dir() {
             let dirs = vec![path.join("warcs"), path.to_path_buf()];
@@ -107,13 +123,50 @@ impl Crawl {
             }
         }
         if indexes.is_empty() {
-            return Err(DiffError::NoIndex(path.to_path_buf()));
+            let found = match index::find_archives(&[path.to_path_buf()]) {
+                Ok(found) => found,
+                Err(index::InputError::NoArchives(_)) => {
+                    return Err(DiffError::NoIndex(path.to_path_buf()))
+                }
+                Err(e) => return Err(DiffError::Input(e)),
+            };
+            return Crawl::from_archives(label, found.files);
         }
         indexes.sort();
         Ok(Crawl {
             label,
             indexes,
             warc_dirs,
+            _built: None,
+        })
+    }
+
+    /// Indexes `files` into a temporary CDXJ, as `archiver index` would. Damaged records are
+    /// warned about (the rest is compared); a file that cannot be read at all is an error.
+    fn from_archives(label: String, files: Vec<PathBuf>) -> Result<Crawl, DiffError> {
+        let tmp = tempfile::tempdir().map_err(io_at(Path::new("temporary folder")))?;
+        let cdxj = tmp.path().join("built.cdxj");
+        let mut out = BufWriter::new(File::create(&cdxj).map_err(io_at(&cdxj))?);
+        let report = index::index_to(&files, &mut out).map_err(io_at(&cdxj))?;
+        out.flush().map_err(io_at(&cdxj))?;
+        if let Some(e) = report.failed.into_iter().next() {
+            return Err(DiffError::Index(e));
+        }
+        for (path, problem) in &report.problems {
+            tracing::warn!("{}: {problem}", path.display());
+        }
+        let mut warc_dirs: Vec<PathBuf> = Vec::new();
+        for f in &files {
+            let dir = f.parent().unwrap_or(Path::new(".")).to_path_buf();
+            if !warc_dirs.contains(&dir) {
+                warc_dirs.push(dir);
+            }
+        }
+        Ok(Crawl {
+            label,
+            indexes: vec![cdxj],
+            warc_dirs,
+            _built: Some(std::sync::Arc::new(tmp)),
         })
     }
 }

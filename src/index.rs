@@ -296,34 +296,84 @@ pub fn cdxj_for_file(
     Ok((lines, visitor.problems))
 }
 
-/// The WARC files named by `inputs`: files as given, folders searched (recursively, sorted) for
-/// `.warc.gz` and `.warc` files, as cdxj-indexer does with folders.
-pub fn expand_inputs(inputs: &[PathBuf]) -> io::Result<Vec<PathBuf>> {
-    let mut files = Vec::new();
-    for input in inputs {
-        if input.is_dir() {
-            let mut found = Vec::new();
-            collect_warcs(input, &mut found)?;
-            found.sort();
-            files.extend(found);
-        } else {
-            files.push(input.clone());
-        }
-    }
-    Ok(files)
+/// Why the inputs of `index`, `diff` or `optout` name nothing to read.
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    #[error("{}: no such file or folder", .0.display())]
+    Missing(PathBuf),
+    #[error("{}: no WARC or ARC file (.warc.gz, .warc, .arc.gz, .arc) in this folder or its sub-folders", .0.display())]
+    NoArchives(PathBuf),
+    #[error("{}: {source}", .path.display())]
+    Io { path: PathBuf, source: io::Error },
 }
 
-fn collect_warcs(dir: &Path, found: &mut Vec<PathBuf>) -> io::Result<()> {
-    for entry in std::fs::read_dir(dir)? {
-        let path = entry?.path();
-        if path.is_dir() {
-            collect_warcs(&path, found)?;
-        } else if path
+/// Archive files found for the inputs.
+#[derive(Debug, Default, Clone)]
+pub struct Found {
+    /// WARC and ARC files, in the order given (each folder's files sorted).
+    pub files: Vec<PathBuf>,
+    /// `.open` files (still being written by a crawl) that were left out.
+    pub open: Vec<PathBuf>,
+}
+
+/// Whether a file name is one of the archive formats read here.
+pub fn is_archive_name(name: &str) -> bool {
+    [".warc.gz", ".warc", ".arc.gz", ".arc"]
+        .iter()
+        .any(|ext| name.ends_with(ext))
+}
+
+/// The WARC and ARC files named by `inputs`: files as given, folders searched recursively
+/// (sorted) as cdxj-indexer does, so a crawl's output folder, its `warcs/` folder or any tree of
+/// archives works. A folder without any archive is an error naming it: a mistyped folder must
+/// not pass for an empty collection. Hidden files and `.open` files are left out.
+pub fn find_archives(inputs: &[PathBuf]) -> Result<Found, InputError> {
+    let mut found = Found::default();
+    for input in inputs {
+        let meta = std::fs::metadata(input).map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => InputError::Missing(input.clone()),
+            _ => InputError::Io {
+                path: input.clone(),
+                source: e,
+            },
+        })?;
+        if !meta.is_dir() {
+            found.files.push(input.clone());
+            continue;
+        }
+        let mut here = Found::default();
+        collect_archives(input, &mut here)?;
+        if here.files.is_empty() {
+            return Err(InputError::NoArchives(input.clone()));
+        }
+        here.files.sort();
+        here.open.sort();
+        found.files.extend(here.files);
+        found.open.extend(here.open);
+    }
+    Ok(found)
+}
+
+fn collect_archives(dir: &Path, found: &mut Found) -> Result<(), InputError> {
+    let io_err = |source| InputError::Io {
+        path: dir.to_path_buf(),
+        source,
+    };
+    for entry in std::fs::read_dir(dir).map_err(io_err)? {
+        let path = entry.map_err(io_err)?.path();
+        let name = path
             .file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| n.ends_with(".warc.gz") || n.ends_with(".warc"))
-        {
-            found.push(path);
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if name.starts_with('.') {
+            continue;
+        }
+        if path.is_dir() {
+            collect_archives(&path, found)?;
+        } else if is_archive_name(&name) {
+            found.files.push(path);
+        } else if name.strip_suffix(".open").is_some_and(is_archive_name) {
+            found.open.push(path);
         }
     }
     Ok(())

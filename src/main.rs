@@ -82,10 +82,12 @@ enum OptoutCommand {
         /// Opt-out list files.
         #[arg(required = true, value_name = "LIST")]
         lists: Vec<PathBuf>,
-        /// The folder of WARC files (a crawl's OUT/warcs).
-        #[arg(long, value_name = "DIR")]
-        warcs: PathBuf,
-        /// The folder of their CDXJ files (default: DIR/../indexes when it exists).
+        /// The WARCs: a crawl's output folder, its warcs/ folder, any folder (searched with
+        /// its sub-folders) or single files. Repeat for more.
+        #[arg(long, value_name = "DIR|FILE", required = true, action = clap::ArgAction::Append)]
+        warcs: Vec<PathBuf>,
+        /// The folder of their CDXJ files (default: beside each WARC, i.e. OUT/indexes of a
+        /// crawl folder, or NAME.cdxj in the WARC's own folder).
         #[arg(long, value_name = "DIR")]
         indexes: Option<PathBuf>,
         /// Go ahead even when the lists cover every capture.
@@ -212,14 +214,20 @@ fn crawl(path: PathBuf) -> ExitCode {
 /// `archiver index`: exit 0 when every file was read whole, 1 when some were damaged or
 /// unreadable (the lines of what could be read are written all the same).
 fn index(inputs: &[PathBuf], output: Option<&std::path::Path>) -> ExitCode {
-    let warcs = match archiver::index::expand_inputs(inputs) {
-        Ok(files) => files,
+    let found = match archiver::index::find_archives(inputs) {
+        Ok(found) => found,
         Err(e) => {
             eprintln!("archiver: index: {e}");
-            return ExitCode::FAILURE;
+            return ExitCode::from(2);
         }
     };
-    let warcs = &warcs[..];
+    for open in &found.open {
+        eprintln!(
+            "archiver: index: skipped {} (still being written)",
+            open.display()
+        );
+    }
+    let warcs = &found.files[..];
     let result = match output {
         Some(path) => write_atomically(path, |out| archiver::index::index_to(warcs, out)),
         None => {
@@ -308,6 +316,11 @@ fn diff(
     let crawls = Crawl::locate(old).and_then(|o| Crawl::locate(new).map(|n| (o, n)));
     let (old, new) = match crawls {
         Ok(pair) => pair,
+        // An input that names nothing to compare is a usage error.
+        Err(e @ (d::DiffError::NoIndex(_) | d::DiffError::Input(_))) => {
+            eprintln!("archiver: diff: {e}");
+            return ExitCode::from(2);
+        }
         Err(e) => {
             eprintln!("archiver: diff: {e}");
             return ExitCode::FAILURE;
@@ -384,7 +397,7 @@ fn optout(command: OptoutCommand) -> ExitCode {
             ..
         } => {
             let opts = o::ApplyOptions {
-                warc_dir: warcs,
+                inputs: warcs,
                 index_dir: indexes,
                 force,
             };
@@ -395,7 +408,12 @@ fn optout(command: OptoutCommand) -> ExitCode {
                 }
                 Err(e) => {
                     eprintln!("archiver: optout apply: {e}");
-                    ExitCode::FAILURE
+                    // Nothing to apply the lists to is a usage error, like a bad list.
+                    if matches!(e, o::ApplyError::Input(_)) {
+                        ExitCode::from(2)
+                    } else {
+                        ExitCode::FAILURE
+                    }
                 }
             }
         }

@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 use chrono::NaiveDate;
 
 use crate::canon;
-use crate::index::{self, IndexError, Problem, Span, Visitor, WarcHead};
+use crate::index::{self, IndexError, InputError, Problem, Span, Visitor, WarcHead};
 
 /// What an entry names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -425,9 +425,9 @@ fn host_key(host: &str) -> Result<String, String> {
 /// Where `apply` works.
 #[derive(Debug, Clone)]
 pub struct ApplyOptions {
-    /// The folder of WARC files (a crawl's OUT/warcs).
-    pub warc_dir: PathBuf,
-    /// The folder of per-WARC CDXJ (OUT/indexes); `None`: `warc_dir/../indexes` if it exists.
+    /// WARC files, or folders searched for them (a crawl's output folder, its `warcs/`).
+    pub inputs: Vec<PathBuf>,
+    /// The folder of per-WARC CDXJ; `None`: found beside each WARC (see [`index_dir_for`]).
     pub index_dir: Option<PathBuf>,
     /// Go ahead even when the list removes every capture.
     pub force: bool,
@@ -524,6 +524,8 @@ pub enum ApplyError {
     Io { path: PathBuf, source: io::Error },
     #[error(transparent)]
     Index(#[from] IndexError),
+    #[error(transparent)]
+    Input(#[from] InputError),
     #[error("{} is damaged, so it was not rewritten (nothing was changed): {}", .path.display(), .problems.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("; "))]
     Damaged {
         path: PathBuf,
@@ -595,7 +597,7 @@ struct WarcFile {
     records: Vec<RecInfo>,
 }
 
-/// Removes from the WARCs of `opts.warc_dir` every record the list covers, with the records
+/// Removes from the WARCs `opts.inputs` name every record the list covers, with the records
 /// of the same exchanges and the revisits that point at them (in any file of the folder), and
 /// rewrites their CDXJ. Each file is replaced atomically: the new file is written beside it,
 /// read back and checked, and only then renamed over the old one. Nothing is changed when a
@@ -603,8 +605,9 @@ struct WarcFile {
 /// `force`).
 pub fn apply(list: &OptOutList, opts: &ApplyOptions) -> Result<ApplyReport, ApplyError> {
     let mut report = ApplyReport::default();
-    let (paths, open) = warc_files(&opts.warc_dir)?;
-    report.skipped_open = open;
+    let found = index::find_archives(&opts.inputs)?;
+    report.skipped_open = found.open;
+    let paths = found.files;
     let mut files = Vec::new();
     for path in paths {
         // Skimming finds every record boundary without inflating bodies; a body damaged in a
@@ -638,10 +641,7 @@ pub fn apply(list: &OptOutList, opts: &ApplyOptions) -> Result<ApplyReport, Appl
     if captures > 0 && removed_captures == captures && !opts.force {
         return Err(ApplyError::MatchesEverything(captures));
     }
-    let index_dir = opts.index_dir.clone().or_else(|| {
-        let guess = opts.warc_dir.join("..").join("indexes");
-        guess.is_dir().then_some(guess)
-    });
+    let mut index_dirs: Vec<PathBuf> = Vec::new();
     for (fi, file) in files.iter().enumerate() {
         let gone: HashMap<usize, &Reason> = removal
             .iter()
@@ -650,6 +650,12 @@ pub fn apply(list: &OptOutList, opts: &ApplyOptions) -> Result<ApplyReport, Appl
             .collect();
         if gone.is_empty() {
             continue;
+        }
+        let index_dir = index_dir_for(&file.path, opts.index_dir.as_deref());
+        if let Some(d) = &index_dir {
+            if !index_dirs.contains(d) {
+                index_dirs.push(d.clone());
+            }
         }
         let kept = rewrite(file, &gone, index_dir.as_deref(), &mut report)?;
         report.kept += kept;
@@ -669,8 +675,10 @@ pub fn apply(list: &OptOutList, opts: &ApplyOptions) -> Result<ApplyReport, Appl
         removed.sort_by_key(|r| r.offset);
         report.removed.extend(removed);
     }
-    if let Some(dir) = &index_dir {
-        report.stale_indexes = stale_indexes(dir, &report.rewritten)?;
+    for dir in &index_dirs {
+        report
+            .stale_indexes
+            .extend(stale_indexes(dir, &report.rewritten)?);
     }
     Ok(report)
 }
@@ -685,25 +693,27 @@ fn is_capture(r: &RecInfo) -> bool {
     web && matches!(r.record_type.as_str(), "response" | "revisit" | "resource")
 }
 
-/// The `.warc.gz` and `.warc` files of `dir` (sorted), and the `.open` ones left alone.
-fn warc_files(dir: &Path) -> Result<(Vec<PathBuf>, Vec<PathBuf>), ApplyError> {
-    let mut warcs = Vec::new();
-    let mut open = Vec::new();
-    for entry in fs::read_dir(dir).map_err(io_at(dir))? {
-        let path = entry.map_err(io_at(dir))?.path();
-        let name = file_name(&path);
-        if name.starts_with('.') || !path.is_file() {
-            continue;
+/// Where the CDXJ of the WARC at `warc` lives: `explicit` when given; else the nearest folder
+/// up from the WARC's own that holds `NAME.cdxj` itself or in `indexes/` (a crawl's layout is
+/// `OUT/warcs/NAME.warc.gz` beside `OUT/indexes/NAME.cdxj`, also with WARCs moved into
+/// sub-folders of `warcs/`); else a crawl's `indexes/` beside the WARC's folder. `None`: no
+/// index to rewrite.
+pub fn index_dir_for(warc: &Path, explicit: Option<&Path>) -> Option<PathBuf> {
+    if let Some(d) = explicit {
+        return Some(d.to_path_buf());
+    }
+    let dir = warc.parent().unwrap_or(Path::new("."));
+    let cdxj = format!("{}.cdxj", warc_stem(&file_name(warc)));
+    for up in dir.ancestors().take(4) {
+        if up.join(&cdxj).is_file() {
+            return Some(up.to_path_buf());
         }
-        if name.ends_with(".warc.gz") || name.ends_with(".warc") {
-            warcs.push(path);
-        } else if name.ends_with(".warc.gz.open") || name.ends_with(".warc.open") {
-            open.push(path);
+        if up.join("indexes").join(&cdxj).is_file() {
+            return Some(up.join("indexes"));
         }
     }
-    warcs.sort();
-    open.sort();
-    Ok((warcs, open))
+    let crawl = dir.join("..").join("indexes");
+    crawl.is_dir().then_some(crawl)
 }
 
 fn file_name(path: &Path) -> String {
@@ -850,8 +860,9 @@ fn rewrite(
 
 /// `NAME.warc.gz` / `NAME.warc` → `NAME`, as the WARC writer names indexes.
 fn warc_stem(name: &str) -> &str {
-    name.strip_suffix(".warc.gz")
-        .or_else(|| name.strip_suffix(".warc"))
+    [".warc.gz", ".warc", ".arc.gz", ".arc"]
+        .iter()
+        .find_map(|ext| name.strip_suffix(ext))
         .unwrap_or(name)
 }
 

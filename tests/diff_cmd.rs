@@ -145,6 +145,33 @@ fn json_report_lists_added_removed_changed_unchanged() {
 }
 
 #[test]
+fn crawls_given_as_warcs_without_indexes_are_indexed_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let (old, new) = two_crawls(dir.path());
+    // The old crawl as a bare folder of WARCs (in a sub-folder), the new one as its WARC file.
+    fs::remove_dir_all(old.join("indexes")).unwrap();
+    let moved = dir.path().join("old-warcs").join("2026");
+    fs::create_dir_all(moved.parent().unwrap()).unwrap();
+    fs::rename(old.join("warcs"), &moved).unwrap();
+    let new_warc = only_file(&new.join("warcs"), ".warc.gz");
+    let old_arg = dir.path().join("old-warcs").display().to_string();
+    check_json(&diff_ok(&[
+        &old_arg,
+        &new_warc.display().to_string(),
+        "--format",
+        "json",
+    ]));
+    // --url reads the page from the WARC found in the sub-folder.
+    let text = diff_ok(&[
+        &old_arg,
+        &new.display().to_string(),
+        "--url",
+        "http://site.test/about",
+    ]);
+    assert!(text.contains("We are small."), "{text}");
+}
+
+#[test]
 fn text_report_has_totals_and_a_line_per_host() {
     let dir = tempfile::tempdir().unwrap();
     let (old, new) = two_crawls(dir.path());
@@ -287,9 +314,10 @@ fn unsorted_or_missing_indexes_are_clear_errors() {
         &old.display().to_string(),
         &empty.display().to_string(),
     ]);
-    assert_eq!(out.status.code(), Some(1));
+    // Nothing to compare is a usage error (exit 2) naming the folder.
+    assert_eq!(out.status.code(), Some(2));
     assert!(
-        stderr(&out).contains("no CDXJ index found"),
+        stderr(&out).contains("no CDXJ index and no WARC or ARC file found"),
         "{}",
         stderr(&out)
     );

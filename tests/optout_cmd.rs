@@ -110,6 +110,15 @@ fn archive(dir: &Path) -> PathBuf {
 /// What pywb answers for each URL of the sample (id_ replay at the capture date).
 fn replay_status(out: &Path, acl: Option<&Path>) -> BTreeMap<&'static str, u16> {
     let pywb = Pywb::start(&out.join("indexes"), &[&out.join("warcs")], acl);
+    statuses(&pywb)
+}
+
+/// The same, with the WARCs in `warc_dirs`.
+fn replay_status_in(out: &Path, warc_dirs: &[&Path]) -> BTreeMap<&'static str, u16> {
+    statuses(&Pywb::start(&out.join("indexes"), warc_dirs, None))
+}
+
+fn statuses(pywb: &Pywb) -> BTreeMap<&'static str, u16> {
     REMOVED
         .iter()
         .chain(KEPT.iter())
@@ -267,6 +276,90 @@ fn aclj_hides_the_same_urls_in_pywb() {
     let path = dir.path().join("optout.aclj");
     fs::write(&path, &aclj).unwrap();
     assert_only_kept_replay(&replay_status(&out, Some(&path)));
+}
+
+#[test]
+fn apply_takes_the_crawl_folder_finds_warcs_in_sub_folders_and_refuses_empty_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = archive(dir.path());
+    // A collection manager moved one WARC into a sub-folder of warcs/.
+    fs::create_dir(out.join("warcs/2026")).unwrap();
+    fs::rename(
+        out.join("warcs/b.warc.gz"),
+        out.join("warcs/2026/b.warc.gz"),
+    )
+    .unwrap();
+    let a = out.join("warcs/a.warc.gz");
+    let b = out.join("warcs/2026/b.warc.gz");
+    let list = dir.path().join("optout.txt").display().to_string();
+    let o = archiver(&[
+        "optout",
+        "apply",
+        &list,
+        "--warcs",
+        &out.display().to_string(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("22 records removed from 2 of 2 WARC files"),
+        "{}",
+        stdout(&o)
+    );
+    let after: Vec<String> = records(&a).into_iter().chain(records(&b)).collect();
+    for url in REMOVED {
+        assert!(
+            !after.iter().any(|r| r.contains(&format!("\"{url}\""))),
+            "{url} left"
+        );
+    }
+    // Both indexes (found by themselves in OUT/indexes) follow the new offsets.
+    for (warc, cdxj) in [(&a, "a.cdxj"), (&b, "b.cdxj")] {
+        assert_eq!(
+            fs::read_to_string(out.join("indexes").join(cdxj)).unwrap(),
+            cdxj_indexer(&[warc])
+        );
+    }
+    assert_only_kept_replay(&replay_status_in(
+        &out,
+        &[&out.join("warcs"), &out.join("warcs/2026")],
+    ));
+
+    // A folder without any WARC is an error that names it, and nothing happens.
+    let empty = dir.path().join("empty");
+    fs::create_dir_all(empty.join("sub")).unwrap();
+    let o = archiver(&[
+        "optout",
+        "apply",
+        &list,
+        "--warcs",
+        &empty.display().to_string(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&empty.display().to_string()),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).contains("no WARC or ARC file"), "{}", stderr(&o));
+    // The same for index and diff.
+    let o = archiver(&["index", &empty.display().to_string()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&empty.display().to_string()),
+        "{}",
+        stderr(&o)
+    );
+    let o = archiver(&[
+        "diff",
+        &empty.display().to_string(),
+        &out.display().to_string(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&empty.display().to_string()),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
