@@ -1185,6 +1185,48 @@ min_delay = 0.5
     }
 
     #[test]
+    fn traps_table_and_referer() {
+        let p = parse(GOOD).unwrap();
+        assert_eq!(p.traps, crate::traps::TrapSettings::default());
+        assert!(p.send_referer);
+        let src = format!(
+            "{GOOD}[traps]\ncalendar = false\nrepeated_content = 0\nmax_url_chars = 500\n\
+             calendar_years_ahead = 5\n"
+        );
+        let p = parse(&src).unwrap();
+        assert!(!p.traps.calendar);
+        assert_eq!(p.traps.repeated_content, 0);
+        assert_eq!(p.traps.max_url_chars, 500);
+        assert_eq!(p.traps.calendar_years_ahead, 5);
+        let text = p.describe();
+        assert!(
+            text.contains("[traps]\nenabled = true\nmax_url_chars = 500\n"),
+            "{text}"
+        );
+        assert!(text.contains("send_referer = true"), "{text}");
+        let bad = format!("{GOOD}[traps]\nrepeated_param = -1\n");
+        let e = parse(&bad).unwrap_err();
+        assert_eq!(
+            (e.key.as_str(), e.line),
+            ("traps.repeated_param", 10),
+            "{e}"
+        );
+        assert!(e.message.contains("0 (off) or more"), "{e}");
+        let typo = format!("{GOOD}[traps]\ncalender = false\n");
+        assert!(parse(&typo).unwrap_err().message.contains("unknown key"));
+        let off = format!("{GOOD}[identity]\n");
+        assert!(
+            parse(&off).is_err(),
+            "a second [identity] table is a TOML error"
+        );
+        let no_referer = GOOD.replace(
+            "user_agent = \"archiver/0.1 (+https://example.org/contact)\"",
+            "user_agent = \"archiver/0.1 (+https://example.org/contact)\"\nsend_referer = false",
+        );
+        assert!(!parse(&no_referer).unwrap().send_referer);
+    }
+
+    #[test]
     fn scope_rules_defaults_and_values() {
         let p = parse(GOOD).unwrap();
         assert_eq!(p.rules, RuleSettings::default());
