@@ -1070,11 +1070,18 @@ impl Crawler {
                 }
             };
             let mut f = fetched;
+            // A Retry-After on robots.txt (a 503, say) is the site speaking too: it sticks.
+            let retry_after = f
+                .header("retry-after")
+                .and_then(|v| politeness::parse_retry_after(v, SystemTime::now()));
+            if let Some(ra) = retry_after {
+                self.raise_retry_after_floor(origin, ra);
+            }
             pace = Pace {
                 end: f.finished_at,
                 base: self.base_delay(origin, &f),
                 answer: answer_of(f.status),
-                retry_after: None,
+                retry_after,
             };
             let location = redirect_target(&f);
             self.archive(origin, &candidate, &mut f, thread, Vec::new());
@@ -1626,14 +1633,15 @@ impl Crawler {
         let mime = f.mime();
         self.write_log(Entry {
             status: i32::from(f.status),
-            size: Some(f.payload_len),
+            // A body not read (dropped on its headers) has no size or digest to show.
+            size: (!f.body_skipped).then_some(f.payload_len),
             uri: c.url.as_str(),
             path: &c.path,
             via: c.via.as_ref().map(Url::as_str),
             mime: mime.as_deref(),
             thread,
             fetch: Some((f.started, f.duration())),
-            digest: Some(&f.payload_digest),
+            digest: (!f.body_skipped).then_some(f.payload_digest.as_str()),
             annotations,
             extra,
         });

@@ -345,6 +345,12 @@ fn a_filtered_type_is_dropped_on_its_headers_and_everything_else_is_kept() {
         .find(|l| l.uri == url_of("/movie.mp4"))
         .expect("movie in crawl.log");
     assert!(line.has_annotation("scope:mime"), "{}", line.raw);
+    assert_eq!(
+        (line.status, line.size, line.digest.as_str()),
+        (200, None, "-"),
+        "{}",
+        line.raw
+    );
     assert_eq!(line.extra["content-type"], "video/mp4", "{}", line.raw);
     assert_eq!(
         line.extra["content-length"],
