@@ -26,7 +26,7 @@ use crate::politeness::{self, Answer, Next, Refusals, Scheduler};
 use crate::profile::{BudgetKind, Profile};
 use crate::report::{Progress, Stats};
 use crate::robots::{self, Policy, Verdict};
-use crate::runlog::{RefusalLog, RunLog, SiteBook};
+use crate::runlog::{RefusalLog, RunBook, RunLog, SiteBook};
 use crate::scope::{origin_of, Scope};
 use crate::warc::{Exchange, Revisit, WarcSettings, WarcWriter};
 
@@ -172,6 +172,8 @@ pub struct Crawler {
     refusals_log: Mutex<RefusalLog>,
     runlog: RunLog,
     book: Mutex<SiteBook>,
+    /// Every run of this crawl (`state/runs.json`), this one last once it has started.
+    runs: Mutex<RunBook>,
     stats: Mutex<Stats>,
     progress: Progress,
     /// Asks the resolver task for name lookups.
@@ -184,22 +186,43 @@ pub struct Crawler {
     fatal: Mutex<Option<String>>,
 }
 
-/// Runs the crawl a profile describes, to the end. Returns the final statistics.
-pub async fn run(profile: Profile) -> anyhow::Result<Stats> {
+/// How a run ended, for the command line.
+pub enum Ended {
+    /// The run crawled (to the end, or until stopped); the whole crawl's statistics.
+    Ran(Stats),
+    /// Nothing was left to do: an earlier run finished the crawl. No report was touched.
+    AlreadyComplete(Stats),
+}
+
+/// Runs the crawl a profile describes, to the end. Returns the whole crawl's statistics.
+pub async fn run(profile: Profile) -> anyhow::Result<Ended> {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let crawler = Arc::new(Crawler::open(profile, tx)?);
     let resolver = spawn_resolver(crawler.clone(), rx);
+    let archived = std::mem::take(&mut *lock(&crawler.recovered_uris));
+    let flying = match crawler.resume(&archived) {
+        Ok(n) => n,
+        Err(e) => {
+            crawler.fail(e);
+            0
+        }
+    };
+    let new_seeds = crawler.queue_seeds();
+    if crawler.already_complete(flying, new_seeds) {
+        resolver.abort();
+        return crawler.leave_complete().map(Ended::AlreadyComplete);
+    }
+    if let Err(e) = lock(&crawler.runs).start() {
+        crawler
+            .runlog
+            .line(&format!("cannot record the run: {e:#}"));
+    }
     watch_ctrl_c(crawler.clone());
     let reports = spawn_reports(crawler.clone());
-    let archived = std::mem::take(&mut *lock(&crawler.recovered_uris));
-    if let Err(e) = crawler.resume(&archived) {
-        crawler.fail(e);
-    }
-    crawler.queue_seeds();
     crawler.clone().dispatch().await;
     resolver.abort();
     reports.abort();
-    crawler.finish()
+    crawler.finish().map(Ended::Ran)
 }
 
 impl Crawler {
@@ -219,12 +242,26 @@ impl Crawler {
         let warc = WarcWriter::new(settings)
             .with_context(|| format!("cannot write WARCs under {}", out.display()))?;
         let log_path = out.join("crawl.log");
+        // The whole crawl's counts so far: every earlier run's lines are in crawl.log.
+        let seeds: Vec<&str> = profile.seeds.iter().map(Url::as_str).collect();
+        let mut stats = Stats::from_log(&log_path, &seeds)
+            .with_context(|| format!("cannot read {}", log_path.display()))?;
+        stats.run_started = Some(SystemTime::now());
         let log = CrawlLog::open(&log_path)
             .with_context(|| format!("cannot open {}", log_path.display()))?;
         let refusals_log = RefusalLog::open(&out.join("refusals.log"))?;
         let digests = load_digests(&profile)?;
         let runlog = RunLog::open(&out.join("run.log"))?;
         let book = SiteBook::load(&out.join("state").join("sites.json"))?;
+        let runs = RunBook::load(&out.join("state").join("runs.json"), &runlog);
+        if stats.unreadable_lines > 0 {
+            runlog.line(&format!(
+                "{} lines of {} could not be read back (torn by a crash?); the reports leave \
+                 them out",
+                stats.unreadable_lines,
+                log_path.display()
+            ));
+        }
         let fetcher = Fetcher::new(FetchSettings {
             user_agent: profile.user_agent.clone(),
             timeout: profile.timeout,
@@ -285,7 +322,8 @@ impl Crawler {
             refusals_log: Mutex::new(refusals_log),
             runlog,
             book: Mutex::new(book),
-            stats: Mutex::new(Stats::default()),
+            runs: Mutex::new(runs),
+            stats: Mutex::new(stats),
             progress: Progress::new(),
             resolve_tx,
             stopping: AtomicBool::new(false),
@@ -316,13 +354,29 @@ impl Crawler {
         }
         stats.suspended.sort();
         stats.interrupted = self.interrupted.load(Ordering::SeqCst);
+        let outcome = match lock(&self.fatal).as_deref() {
+            Some(why) => format!("stopped: {why}"),
+            None if stats.interrupted => "interrupted".to_string(),
+            None if stats.no_seed_answered() => "no seed fetched".to_string(),
+            None => "finished".to_string(),
+        };
+        {
+            let mut runs = lock(&self.runs);
+            runs.update(stats.this_run().0, Some(&outcome));
+            if let Err(e) = runs.save() {
+                self.runlog.line(&format!("cannot record the run: {e:#}"));
+            }
+        }
         self.write_report(&stats, true);
+        stats.runs = lock(&self.runs).runs.clone();
         if let Err(e) = lock(&self.book).save() {
             self.runlog
                 .line(&format!("cannot save the site book: {e:#}"));
         }
         self.runlog.line(&format!(
-            "end: {} fetched, {} archived, {} suspended sites, {} URLs left queued",
+            "end ({outcome}): {} URLs in this run; whole crawl: {} fetched, {} archived, {} \
+             suspended sites, {} URLs left queued",
+            stats.this_run().0,
             stats.fetched(),
             stats.archived,
             stats.suspended.len(),
@@ -332,6 +386,32 @@ impl Crawler {
             anyhow::bail!("the crawl stopped: {why}");
         }
         Ok(stats)
+    }
+
+    /// True when an earlier run left nothing to do: nothing queued or in flight, and no seed
+    /// new to the frontier (a seed added to the profile makes the crawl go on).
+    fn already_complete(&self, in_flight: usize, new_seeds: usize) -> bool {
+        let ran_before = lock(&self.stats).run_base > 0;
+        let queued = lock(&self.state).frontier.total_queued();
+        ran_before && queued == 0 && in_flight == 0 && new_seeds == 0 && !self.stopped()
+    }
+
+    /// Ends a run that had nothing to do, touching no report: only run.log says it happened.
+    fn leave_complete(&self) -> anyhow::Result<Stats> {
+        lock(&self.warc)
+            .close()
+            .context("cannot close the WARC writer")?;
+        let mut stats = lock(&self.stats).clone();
+        stats.runs = lock(&self.runs).runs.clone();
+        self.runlog.line(
+            "nothing to do: the crawl is already complete (reports left as they are); set \
+             another [output] dir to crawl again",
+        );
+        Ok(stats)
+    }
+
+    fn stopped(&self) -> bool {
+        self.stopping.load(Ordering::SeqCst)
     }
 }
 
@@ -357,6 +437,15 @@ fn spawn_reports(crawler: Arc<Crawler>) -> tokio::task::JoinHandle<()> {
                 }
             }
             let stats = lock(&crawler.stats).clone();
+            {
+                let mut runs = lock(&crawler.runs);
+                runs.update(stats.this_run().0, None);
+                if let Err(e) = runs.save() {
+                    crawler
+                        .runlog
+                        .line(&format!("cannot record the run: {e:#}"));
+                }
+            }
             crawler.write_report(&stats, false);
         }
     })
@@ -483,6 +572,8 @@ impl Crawler {
             }
             per_host
         };
+        let mut stats = stats.clone();
+        stats.runs = lock(&self.runs).runs.clone();
         let json = stats.report_json(&self.profile.name, finished, &remaining);
         let path = self.profile.output_dir.join("report.json");
         let tmp = path.with_extension("json.tmp");
@@ -528,7 +619,9 @@ fn is_css(headers: &hyper::HeaderMap) -> bool {
 // ---------------------------------------------------------------------------------------------
 
 impl Crawler {
-    fn queue_seeds(&self) {
+    /// Queues the seeds not seen before; returns how many.
+    fn queue_seeds(&self) -> usize {
+        let mut queued = 0;
         for seed in self.profile.seeds.clone() {
             let mut st = lock(&self.state);
             let seed = Candidate::seed(seed);
@@ -536,11 +629,15 @@ impl Crawler {
                 continue;
             }
             match st.frontier.mark_seen(&seed.url) {
-                Ok(true) => self.enqueue(&mut st, seed),
+                Ok(true) => {
+                    queued += 1;
+                    self.enqueue(&mut st, seed)
+                }
                 Ok(false) => {}
                 Err(e) => self.fail(e),
             }
         }
+        queued
     }
 
     /// Puts an accepted candidate on its site's queue; a new site first resolves its name.
@@ -591,7 +688,8 @@ impl Crawler {
 
     /// Picks up what an earlier run left: URLs that were in flight go back to their queue,
     /// unless a recovered WARC shows they were archived; every site with work is scheduled.
-    fn resume(&self, archived: &std::collections::HashSet<String>) -> Result<(), FrontierError> {
+    /// Returns how many URLs were in flight.
+    fn resume(&self, archived: &std::collections::HashSet<String>) -> Result<usize, FrontierError> {
         let mut st = lock(&self.state);
         let flying = st.frontier.in_flight()?;
         let mut done = 0;
@@ -618,7 +716,7 @@ impl Crawler {
                 sites.len()
             ));
         }
-        Ok(())
+        Ok(in_flight)
     }
 
     /// Tells the scheduler that a site has work, if it can be scheduled now.
@@ -1245,7 +1343,6 @@ impl Crawler {
         if let Some(reason) = page.directives.discard_reason() {
             notes.push(reason.to_string());
             self.log_fetched(&candidate, &f, thread, notes);
-            lock(&self.stats).discarded += 1;
         } else if f.body_skipped {
             // Only successful answers are filtered by type (redirects, 404s and errors are the
             // site's answer and are always archived), and that was decided on the headers: the
@@ -1480,20 +1577,11 @@ impl Crawler {
         });
         match result {
             Ok(Record::Full(_)) => {
-                let mut s = lock(&self.stats);
-                s.archived += 1;
-                s.bytes += f.response.len();
-                drop(s);
                 if let Some(site) = lock(&self.state).sites.get_mut(origin) {
                     site.archived_bytes += f.payload_len;
                 }
             }
-            Ok(Record::Revisit(_)) => {
-                notes.push("duplicate:digest".to_string());
-                let mut s = lock(&self.stats);
-                s.archived += 1;
-                s.duplicates += 1;
-            }
+            Ok(Record::Revisit(_)) => notes.push("duplicate:digest".to_string()),
             Err(e) => {
                 notes.push("warc-write-failed".to_string());
                 self.fail(format!("cannot write the WARC record of {uri}: {e}"));
@@ -1699,12 +1787,20 @@ impl Crawler {
     }
 
     fn write_log(&self, entry: Entry<'_>) {
+        // Counted as crawl.log will read back (see `Stats::from_log`).
+        let uri = entry.uri.replace(' ', "%20");
+        let mime = entry.mime.map(|m| m.replace(' ', ""));
+        let annotations: Vec<String> = entry
+            .annotations
+            .iter()
+            .map(|a| crate::crawllog::clean_annotation(a))
+            .collect();
         lock(&self.stats).record(&crate::report::Outcome {
-            uri: entry.uri,
+            uri: &uri,
             status: entry.status,
             size: entry.size,
-            mime: entry.mime,
-            annotations: &entry.annotations,
+            mime: mime.as_deref().filter(|m| !m.is_empty()),
+            annotations: &annotations,
         });
         if let Err(e) = lock(&self.log).write(&entry) {
             tracing::error!("cannot write crawl.log: {e}");

@@ -46,9 +46,17 @@ pub struct CrawlLog {
 }
 
 impl CrawlLog {
-    /// Opens (appending to) `path`.
+    /// Opens (appending to) `path`. A last line torn by a crash is ended first, so the next
+    /// line starts on a line of its own.
     pub fn open(path: &Path) -> io::Result<CrawlLog> {
-        let file = OpenOptions::new().create(true).append(true).open(path)?;
+        let mut file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .read(true)
+            .open(path)?;
+        if ends_unfinished(&mut file)? {
+            file.write_all(b"\n")?;
+        }
         Ok(CrawlLog {
             out: BufWriter::new(file),
         })
@@ -61,6 +69,68 @@ impl CrawlLog {
         self.out.write_all(b"\n")?;
         self.out.flush()
     }
+}
+
+/// True when the file is not empty and its last byte is not a newline.
+fn ends_unfinished(file: &mut File) -> io::Result<bool> {
+    use std::io::{Read, Seek, SeekFrom};
+    if file.metadata()?.len() == 0 {
+        return Ok(false);
+    }
+    file.seek(SeekFrom::End(-1))?;
+    let mut last = [0u8; 1];
+    file.read_exact(&mut last)?;
+    Ok(last[0] != b'\n')
+}
+
+/// The fields of a crawl.log line that the reports count.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Parsed {
+    pub status: i32,
+    pub size: Option<u64>,
+    pub uri: String,
+    pub mime: Option<String>,
+    pub annotations: Vec<String>,
+}
+
+/// Reads back a line written by [`format_line`]; None when it is not one (a torn line).
+pub fn parse_line(line: &str) -> Option<Parsed> {
+    // The first twelve fields hold no spaces; the thirteenth (JSON) may.
+    let mut fields = line.split_whitespace();
+    let _time = fields.next()?;
+    let status = fields.next()?.parse().ok()?;
+    let size = match fields.next()? {
+        "-" => None,
+        n => Some(n.parse().ok()?),
+    };
+    let uri = fields.next()?.to_string();
+    let _path = fields.next()?;
+    let _via = fields.next()?;
+    let mime = Some(fields.next()?)
+        .filter(|m| *m != "-")
+        .map(str::to_string);
+    let _thread = fields.next()?;
+    let _fetch = fields.next()?;
+    let _digest = fields.next()?;
+    let _source = fields.next()?;
+    let annotations = match fields.next()? {
+        "-" => Vec::new(),
+        a => a.split(',').map(str::to_string).collect(),
+    };
+    fields.next()?; // the extra JSON: a line without it was cut short
+    Some(Parsed {
+        status,
+        size,
+        uri,
+        mime,
+        annotations,
+    })
+}
+
+/// An annotation as crawl.log writes it (no spaces), so counts made while writing and counts
+/// read back agree.
+pub fn clean_annotation(a: &str) -> String {
+    a.replace(' ', "_")
 }
 
 fn dash(s: Option<&str>) -> &str {
@@ -135,6 +205,54 @@ mod tests {
              20261130233813000+23 sha1:ABC - - {}"
         );
         assert_eq!(line.split(' ').filter(|f| !f.is_empty()).count(), 13);
+    }
+
+    #[test]
+    fn lines_read_back_as_written() {
+        let now = Utc.with_ymd_and_hms(2026, 11, 30, 23, 38, 13).unwrap();
+        let e = Entry {
+            status: -5000,
+            uri: "http://h/a b",
+            path: "LL",
+            annotations: vec!["trap:calendar".into(), "x y".into()],
+            extra: Some(serde_json::json!({"trap": "year 3000 is far"})),
+            ..Entry::default()
+        };
+        let p = parse_line(&format_line(now, &e)).unwrap();
+        assert_eq!(p.status, -5000);
+        assert_eq!(p.size, None);
+        assert_eq!(p.uri, "http://h/a%20b");
+        assert_eq!(p.annotations, ["trap:calendar", "x_y"]);
+        let full = format_line(
+            now,
+            &Entry {
+                status: 200,
+                size: Some(7),
+                mime: Some("text/html"),
+                uri: "http://h/",
+                ..Entry::default()
+            },
+        );
+        let p = parse_line(&full).unwrap();
+        assert_eq!((p.size, p.mime.as_deref()), (Some(7), Some("text/html")));
+        assert_eq!(parse_line(&full[..40]), None, "a torn line is not a line");
+    }
+
+    #[test]
+    fn a_torn_last_line_is_ended_before_appending() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("crawl.log");
+        std::fs::write(&path, "2026-11-30T23:38:13.000Z   200  12 http://h/").unwrap();
+        let mut log = CrawlLog::open(&path).unwrap();
+        log.write(&Entry {
+            status: 404,
+            uri: "http://h/x",
+            ..Entry::default()
+        })
+        .unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().count(), 2, "{text}");
+        assert!(parse_line(text.lines().nth(1).unwrap()).is_some());
     }
 
     #[test]

@@ -157,8 +157,11 @@ fn main() -> ExitCode {
 
 fn load(path: &std::path::Path) -> Result<Profile, ExitCode> {
     Profile::load(path).map_err(|e| {
-        eprintln!("archiver: bad profile: {e}");
-        ExitCode::from(2)
+        match e.count() {
+            1 => eprintln!("archiver: bad profile: {e}"),
+            n => eprintln!("archiver: bad profile ({n} problems):\n{e}"),
+        }
+        ExitCode::from(exit::USAGE)
     })
 }
 
@@ -170,6 +173,16 @@ fn check(path: PathBuf) -> ExitCode {
         }
         Err(code) => code,
     }
+}
+
+/// Exit codes of `archiver crawl`.
+mod exit {
+    /// The profile or the arguments are wrong; nothing was crawled.
+    pub const USAGE: u8 = 2;
+    /// The crawl ended but not one seed could be fetched (DNS, connection, robots.txt).
+    pub const NO_SEED: u8 = 3;
+    /// Stopped by Ctrl-C or SIGTERM: run the same command again to resume.
+    pub const INTERRUPTED: u8 = 130;
 }
 
 fn crawl(path: PathBuf) -> ExitCode {
@@ -190,16 +203,26 @@ fn crawl(path: PathBuf) -> ExitCode {
         }
     };
     match runtime.block_on(archiver::crawl::run(profile)) {
-        Ok(stats) => {
-            let summary = stats.summary(&name, &out);
-            eprint!("{summary}");
+        Ok(archiver::crawl::Ended::AlreadyComplete(stats)) => {
+            already_complete(&name, &path, &out, &stats)
+        }
+        Ok(archiver::crawl::Ended::Ran(stats)) => {
+            let resume = resume_command(&path);
+            let summary = stats.summary(&name, &out, Some(&resume));
+            eprint!("{}", archiver::report::colour_summary(&summary));
             if let Err(e) = std::fs::write(out.join("summary.txt"), &summary) {
                 eprintln!("archiver: cannot write summary.txt: {e}");
             }
             // 130, as for any program stopped by Ctrl-C: scripts can tell an interrupted crawl
             // (resumable) from one that ended.
             if stats.interrupted {
-                ExitCode::from(130)
+                ExitCode::from(exit::INTERRUPTED)
+            } else if stats.no_seed_answered() {
+                eprintln!(
+                    "archiver: no seed could be fetched; nothing was archived from them:\n{}",
+                    stats.seed_failures()
+                );
+                ExitCode::from(exit::NO_SEED)
             } else {
                 ExitCode::SUCCESS
             }
@@ -208,6 +231,62 @@ fn crawl(path: PathBuf) -> ExitCode {
             eprintln!("archiver: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// A crawl run again after it finished: nothing is fetched and no report changes.
+fn already_complete(
+    name: &str,
+    path: &std::path::Path,
+    out: &std::path::Path,
+    stats: &archiver::report::Stats,
+) -> ExitCode {
+    let last = stats
+        .runs
+        .iter()
+        .rev()
+        .find_map(|r| r.ended.clone())
+        .unwrap_or_else(|| "an earlier run".to_string());
+    eprintln!(
+        "archiver: crawl {name:?} is already complete (last run ended {last}; {} URLs, {} \
+         archived; see {}).\n  Nothing was fetched and no report was changed.\n  To crawl \
+         the same sites again, set another [output] dir in {} (or crawl into a new folder \
+         with -o).",
+        stats.lines(),
+        stats.archived,
+        out.join("summary.txt").display(),
+        path.display()
+    );
+    if stats.no_seed_answered() {
+        eprintln!(
+            "archiver: that crawl fetched no seed:\n{}",
+            stats.seed_failures()
+        );
+        return ExitCode::from(exit::NO_SEED);
+    }
+    ExitCode::SUCCESS
+}
+
+/// The command that resumes this crawl: this program with the profile's absolute path.
+fn resume_command(profile: &std::path::Path) -> String {
+    let program = std::env::args().next().unwrap_or_else(|| "archiver".into());
+    let profile = std::path::absolute(profile).unwrap_or_else(|_| profile.to_path_buf());
+    format!(
+        "{} crawl --profile {}",
+        shell_word(&program),
+        shell_word(&profile.display().to_string())
+    )
+}
+
+/// Quotes a word for a POSIX shell when it needs it.
+fn shell_word(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+=:,@%".contains(c));
+    if plain {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
     }
 }
 

@@ -12,22 +12,88 @@ use serde::Deserialize;
 use url::Url;
 
 use crate::rules::{self, MimeRule};
+
+mod shape;
 use crate::warc::WarcVersion;
 
 /// The politeness floor for hosts that are not on loopback: no profile may go below it.
 pub const MIN_DELAY_FLOOR: f64 = 5.0;
 
-/// A profile that could not be used, with where the problem is.
-#[derive(Debug, thiserror::Error)]
-#[error("{file}:{line}: {key}: {message}")]
+/// A profile that could not be used, with where the problem is: the first problem found (in
+/// file order), and in `more` every other one, so one run shows them all.
+#[derive(Debug)]
 pub struct ProfileError {
     pub file: String,
     /// 1-based line; 0 when the problem is not on one line (e.g. a missing table).
     pub line: usize,
-    /// The key as a dotted path, e.g. `politeness.min_delay`.
+    /// The key as a dotted path, e.g. `politeness.min_delay`; "-" when there is none.
     pub key: String,
     pub message: String,
+    /// The offending line and a caret under the spot, when the problem is on one line.
+    pub excerpt: Option<Box<str>>,
+    /// The other problems of the same profile.
+    pub more: Vec<ProfileError>,
 }
+
+impl ProfileError {
+    /// A problem with the file itself (missing, unreadable, not text).
+    fn plain(file: &Path, message: String) -> ProfileError {
+        ProfileError {
+            file: file.display().to_string(),
+            line: 0,
+            key: "-".to_string(),
+            message,
+            excerpt: None,
+            more: Vec::new(),
+        }
+    }
+
+    /// How many problems in all.
+    pub fn count(&self) -> usize {
+        1 + self.more.len()
+    }
+
+    /// Every problem, the first one first.
+    pub fn all(&self) -> impl Iterator<Item = &ProfileError> {
+        std::iter::once(self).chain(self.more.iter())
+    }
+
+    /// One problem, without the others.
+    fn write_one(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.line, self.key.as_str()) {
+            (0, "-") => write!(f, "{}: {}", self.file, self.message)?,
+            (0, key) => write!(f, "{}: {key}: {}", self.file, self.message)?,
+            (line, "-") => write!(f, "{}:{line}: {}", self.file, self.message)?,
+            (line, key) => write!(f, "{}:{line}: {key}: {}", self.file, self.message)?,
+        }
+        if let Some(excerpt) = &self.excerpt {
+            write!(f, "\n{excerpt}")?;
+        }
+        Ok(())
+    }
+
+    /// Sorts problems by line and makes the first one the head of the list.
+    fn from_many(mut errors: Vec<ProfileError>) -> Option<ProfileError> {
+        errors.sort_by_key(|e| (e.line == 0, e.line));
+        let mut it = errors.into_iter();
+        let mut first = it.next()?;
+        first.more.extend(it);
+        Some(first)
+    }
+}
+
+impl std::fmt::Display for ProfileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.write_one(f)?;
+        for e in &self.more {
+            writeln!(f)?;
+            e.write_one(f)?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ProfileError {}
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -382,18 +448,40 @@ impl Default for PolitenessSettings {
 impl Profile {
     /// Reads and validates a profile file.
     pub fn load(path: &Path) -> Result<Profile, ProfileError> {
-        let source = std::fs::read_to_string(path).map_err(|e| ProfileError {
-            file: path.display().to_string(),
-            line: 0,
-            key: "-".to_string(),
-            message: format!("cannot read the profile: {e}"),
+        let bytes = std::fs::read(path).map_err(|e| {
+            let why = match e.kind() {
+                std::io::ErrorKind::NotFound => "there is no such file".to_string(),
+                std::io::ErrorKind::PermissionDenied => {
+                    "the file cannot be read (permission denied)".to_string()
+                }
+                _ if path.is_dir() => "this is a folder, not a profile file".to_string(),
+                _ => format!("the file cannot be read: {e}"),
+            };
+            ProfileError::plain(path, why)
+        })?;
+        let source = String::from_utf8(bytes).map_err(|e| {
+            let at = e.utf8_error().valid_up_to();
+            ProfileError::plain(path, format!("not UTF-8 text (bad byte at offset {at})"))
         })?;
         Profile::parse(path, &source)
     }
 
     /// Validates a profile's text; `path` names it in errors and anchors relative paths.
+    /// Every problem is reported, not only the first: a syntax error stops there (nothing
+    /// after it can be trusted), else every unknown key and wrong type, else every bad value.
     pub fn parse(path: &Path, source: &str) -> Result<Profile, ProfileError> {
         let checker = Checker { path, source };
+        source
+            .parse::<toml_edit::ImDocument<String>>()
+            .map_err(|e| checker.syntax_error(&e))?;
+        let table: toml::Table = toml::from_str(source).map_err(|e| checker.toml_error(&e))?;
+        let shape = shape::shape_errors(&table)
+            .into_iter()
+            .map(|(key, in_value, message)| checker.error_at(&key, in_value, message))
+            .collect();
+        if let Some(e) = ProfileError::from_many(shape) {
+            return Err(e);
+        }
         let raw: RawProfile = toml::from_str(source).map_err(|e| checker.toml_error(&e))?;
         checker.validate(raw)
     }
@@ -542,33 +630,77 @@ struct Checker<'a> {
 
 impl Checker<'_> {
     fn error(&self, key: &str, message: impl Into<String>) -> ProfileError {
+        self.error_at(key, true, message.into())
+    }
+
+    /// An error about a key, pointing at its value (`in_value`) or at the key itself.
+    fn error_at(&self, key: &str, in_value: bool, message: String) -> ProfileError {
+        let span = self.span_of(key, in_value);
         ProfileError {
             file: self.path.display().to_string(),
-            line: self.line_of(key),
+            line: span.as_ref().map_or(0, |s| self.line_at(s.start)),
             key: key.to_string(),
-            message: message.into(),
+            message,
+            excerpt: span.map(|s| self.excerpt(s).into()),
+            more: Vec::new(),
         }
     }
 
-    /// The line where a dotted key's value stands, found with toml_edit's spans.
-    fn line_of(&self, key: &str) -> usize {
-        let Ok(doc) = self.source.parse::<toml_edit::ImDocument<String>>() else {
-            return 0;
-        };
-        let mut table = doc.as_table();
+    /// A TOML syntax error: the line and column toml_edit found, shown with a caret.
+    fn syntax_error(&self, e: &toml_edit::TomlError) -> ProfileError {
+        let span = e.span();
+        ProfileError {
+            file: self.path.display().to_string(),
+            line: span.as_ref().map_or(0, |s| self.line_at(s.start)),
+            key: "-".to_string(),
+            message: format!("TOML syntax error: {}", e.message().trim()),
+            excerpt: span.map(|s| self.excerpt(s).into()),
+            more: Vec::new(),
+        }
+    }
+
+    /// The line holding `span`, numbered, with carets under the span (one line's worth).
+    fn excerpt(&self, span: std::ops::Range<usize>) -> String {
+        let start = span.start.min(self.source.len());
+        let line_start = self.source[..start].rfind('\n').map_or(0, |i| i + 1);
+        let line_end = self.source[line_start..]
+            .find('\n')
+            .map_or(self.source.len(), |i| line_start + i);
+        let text = self.source[line_start..line_end].trim_end_matches('\r');
+        let column = self.source[line_start..start].chars().count();
+        let end = span.end.clamp(start, line_end.max(start));
+        let width = self.source[start..end].chars().count().max(1);
+        let number = self.line_at(start).to_string();
+        let pad = " ".repeat(number.len());
+        format!(
+            "{pad} |\n{number} | {text}\n{pad} | {}{}",
+            " ".repeat(column),
+            "^".repeat(width)
+        )
+    }
+
+    /// The span of a dotted key (or of its value), found with toml_edit's spans.
+    fn span_of(&self, key: &str, in_value: bool) -> Option<std::ops::Range<usize>> {
+        let doc = self.source.parse::<toml_edit::ImDocument<String>>().ok()?;
+        let mut table: &dyn toml_edit::TableLike = doc.as_table();
         let mut span = None;
         // Only the first dot separates table and key: `resolve.site-a.test` names a host.
         for part in key.splitn(2, '.') {
             let Some((k, it)) = table.get_key_value(part) else {
                 break;
             };
-            span = k.span().or_else(|| it.span());
-            match it.as_table() {
+            let value_span = it.span().or_else(|| it.as_value().and_then(|v| v.span()));
+            span = if in_value {
+                value_span.or_else(|| k.span())
+            } else {
+                k.span().or(value_span)
+            };
+            match it.as_table_like() {
                 Some(t) => table = t,
                 None => break,
             }
         }
-        span.map(|s| self.line_at(s.start)).unwrap_or(0)
+        span
     }
 
     fn line_at(&self, offset: usize) -> usize {
@@ -592,11 +724,14 @@ impl Checker<'_> {
             Some(field) => format!("missing required key {field}"),
             None => message.replace("unknown field", "unknown key"),
         };
+        let excerpt = e.span().map(|s| self.excerpt(s).into());
         ProfileError {
             file: self.path.display().to_string(),
             line,
             key,
             message,
+            excerpt,
+            more: Vec::new(),
         }
     }
 
@@ -633,38 +768,55 @@ impl Checker<'_> {
         }
     }
 
+    /// Checks every value; every problem found is reported together.
     fn validate(&self, raw: RawProfile) -> Result<Profile, ProfileError> {
-        let seeds = self.seeds(&raw.crawl.seeds)?;
-        let (user_agent, robots_token) = self.user_agent(&raw.identity.user_agent)?;
-        let resolve = self.resolve(&raw.resolve)?;
-        let politeness = self.politeness(&raw.politeness, &seeds, &resolve)?;
+        let mut errors = Vec::new();
+        // Keeps an Ok value, records an error and goes on with a stand-in.
+        fn keep<T>(errors: &mut Vec<ProfileError>, r: Result<T, ProfileError>) -> Option<T> {
+            r.map_err(|e| errors.push(e)).ok()
+        }
+        let seeds = keep(&mut errors, self.seeds(&raw.crawl.seeds)).unwrap_or_default();
+        let identity = keep(&mut errors, self.user_agent(&raw.identity.user_agent));
+        let resolve = keep(&mut errors, self.resolve(&raw.resolve));
+        // With a broken [resolve] table, whether a seed is on loopback cannot be told (and
+        // must not be asked of DNS for names the table meant to map): that check waits.
+        let loopback_seeds = if resolve.is_some() { &seeds[..] } else { &[] };
+        let resolve = resolve.unwrap_or_default();
+        let politeness = keep(
+            &mut errors,
+            self.politeness(&raw.politeness, loopback_seeds, &resolve),
+        );
         let reason = raw.robots.reason.trim().to_string();
         if reason.contains(['\r', '\n']) {
-            return Err(self.error("robots.reason", "must be a single line"));
+            errors.push(self.error("robots.reason", "must be a single line"));
         }
-        let (user_agent, agent_token) = if raw.robots.obey {
-            (user_agent, robots_token.clone())
-        } else if reason.is_empty() {
-            return Err(self.error(
+        if !raw.robots.obey && reason.is_empty() {
+            errors.push(self.error(
                 "robots.obey",
                 "obey = false needs a written reason: set [robots] reason = \"…\" (who asked \
                  for this crawl and why robots.txt does not apply)",
             ));
-        } else {
-            unrestricted_identity(&user_agent, &robots_token)
-        };
-        let scope = self.scope(&raw.scope)?;
-        let rules = self.scope_rules(&raw.scope)?;
-        let traps = self.traps(&raw.traps)?;
-        let sites_at_once = self.positive("crawl.sites_at_once", raw.crawl.sites_at_once)?;
-        if raw.crawl.name.trim().is_empty() || raw.crawl.name.contains(['\r', '\n']) {
-            return Err(self.error("crawl.name", "must be a non-empty single line"));
         }
-
-        let max_body_bytes = self.positive("limits.max_body_bytes", raw.limits.max_body_bytes)?;
-        let timeout = self.seconds("limits.timeout", raw.limits.timeout)?;
-        if timeout.is_zero() {
-            return Err(self.error("limits.timeout", "must be more than 0 seconds"));
+        let scope = keep(&mut errors, self.scope(&raw.scope));
+        let rules = keep(&mut errors, self.scope_rules(&raw.scope));
+        let traps = keep(&mut errors, self.traps(&raw.traps));
+        let sites_at_once = keep(
+            &mut errors,
+            self.positive("crawl.sites_at_once", raw.crawl.sites_at_once),
+        );
+        if raw.crawl.name.trim().is_empty() || raw.crawl.name.contains(['\r', '\n']) {
+            errors.push(self.error("crawl.name", "must be a non-empty single line"));
+        }
+        let max_body_bytes = keep(
+            &mut errors,
+            self.positive("limits.max_body_bytes", raw.limits.max_body_bytes),
+        );
+        let timeout = keep(
+            &mut errors,
+            self.seconds("limits.timeout", raw.limits.timeout),
+        );
+        if timeout.is_some_and(|t| t.is_zero()) {
+            errors.push(self.error("limits.timeout", "must be more than 0 seconds"));
         }
         let out = &raw.output;
         if out.prefix.is_empty()
@@ -673,36 +825,89 @@ impl Checker<'_> {
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
         {
-            return Err(self.error(
+            errors.push(self.error(
                 "output.prefix",
                 "must be non-empty and use only letters, digits, '-', '_' and '.'",
             ));
         }
         if out.dir.trim().is_empty() {
-            return Err(self.error("output.dir", "must not be empty"));
+            errors.push(self.error("output.dir", "must not be empty"));
         }
         let warc_version = match out.warc_version.as_str() {
-            "1.1" => WarcVersion::V1_1,
-            "1.0" => WarcVersion::V1_0,
+            "1.1" => Some(WarcVersion::V1_1),
+            "1.0" => Some(WarcVersion::V1_0),
             other => {
-                return Err(self.error(
+                errors.push(self.error(
                     "output.warc_version",
                     format!("must be \"1.1\" or \"1.0\", not {other:?}"),
-                ))
+                ));
+                None
             }
         };
-        let warc_max_bytes = self.positive("output.warc_max_bytes", out.warc_max_bytes)?;
+        let warc_max_bytes = keep(
+            &mut errors,
+            self.positive("output.warc_max_bytes", out.warc_max_bytes),
+        );
         let base = self.path.parent().unwrap_or(Path::new("."));
-        let dedup_previous = self.dedup_paths(base, &raw.dedup.previous)?;
+        let dedup_previous = keep(&mut errors, self.dedup_paths(base, &raw.dedup.previous));
         let dedup_max_digests = match raw.dedup.max_digests {
-            None => 1_000_000,
-            Some(n) => usize::try_from(n)
-                .map_err(|_| self.error("dedup.max_digests", "must be 0 or more"))?,
+            None => Some(1_000_000),
+            Some(n) => keep(
+                &mut errors,
+                usize::try_from(n)
+                    .map_err(|_| self.error("dedup.max_digests", "must be 0 or more")),
+            ),
         };
-        let extra_roots = self.extra_roots(base, &raw.tls.extra_roots)?;
+        let extra_roots = keep(&mut errors, self.extra_roots(base, &raw.tls.extra_roots));
         let optout_lists: Vec<PathBuf> = raw.optout.lists.iter().map(|l| base.join(l)).collect();
-        let optout = crate::optout::OptOutList::load(&optout_lists)
-            .map_err(|e| self.error("optout.lists", e.to_string()))?;
+        let optout = keep(
+            &mut errors,
+            crate::optout::OptOutList::load(&optout_lists)
+                .map_err(|e| self.error("optout.lists", e.to_string())),
+        );
+        if let Some(e) = ProfileError::from_many(errors) {
+            return Err(e);
+        }
+        // Every piece is there: an error would have been returned above.
+        let (
+            Some((user_agent, robots_token)),
+            Some(politeness),
+            Some(scope),
+            Some(rules),
+            Some(traps),
+            Some(sites_at_once),
+            Some(max_body_bytes),
+            Some(timeout),
+            Some(warc_version),
+            Some(warc_max_bytes),
+            Some(dedup_previous),
+            Some(dedup_max_digests),
+            Some(extra_roots),
+            Some(optout),
+        ) = (
+            identity,
+            politeness,
+            scope,
+            rules,
+            traps,
+            sites_at_once,
+            max_body_bytes,
+            timeout,
+            warc_version,
+            warc_max_bytes,
+            dedup_previous,
+            dedup_max_digests,
+            extra_roots,
+            optout,
+        )
+        else {
+            return Err(self.error("-", "the profile could not be checked"));
+        };
+        let (user_agent, agent_token) = if raw.robots.obey {
+            (user_agent, robots_token.clone())
+        } else {
+            unrestricted_identity(&user_agent, &robots_token)
+        };
         Ok(Profile {
             path: self.path.to_path_buf(),
             source: self.source.to_string(),
@@ -1280,6 +1485,72 @@ min_delay = 0.5
         let src = format!("{GOOD}[scope]\nkeep_mime = [\"text/\"]\n");
         let e = parse(&src).unwrap_err();
         assert!(e.message.contains("\"text/\""), "{e}");
+    }
+
+    #[test]
+    fn every_problem_is_reported_at_once() {
+        let src = GOOD.replace("min_delay = 0.5", "min_delay = 0.5\nmax_retries = -1")
+            + "[output]\nprefix = \"a b\"\nwarc_version = \"2\"\n";
+        let e = parse(&src).unwrap_err();
+        let keys: Vec<&str> = e.all().map(|e| e.key.as_str()).collect();
+        assert_eq!(
+            keys,
+            [
+                "politeness.max_retries",
+                "output.prefix",
+                "output.warc_version"
+            ],
+            "{e}"
+        );
+        let text = e.to_string();
+        assert!(
+            text.contains("/p/site.toml:9: politeness.max_retries"),
+            "{text}"
+        );
+        assert!(
+            text.contains("9 | max_retries = -1\n  |               ^^"),
+            "{text}"
+        );
+        // Unknown keys and wrong types: all of them too, in file order.
+        let src = GOOD.replace("min_delay = 0.5", "min_dealy = 0.5\nmax_delay = \"x\"");
+        let e = parse(&src).unwrap_err();
+        assert_eq!(e.count(), 2, "{e}");
+        assert_eq!((e.line, e.more[0].line), (8, 9));
+        assert!(e.message.contains("did you mean min_delay?"), "{e}");
+        assert!(e.more[0].message.contains("must be a number"), "{e}");
+    }
+
+    #[test]
+    fn a_syntax_error_shows_its_line_with_a_caret() {
+        let src = GOOD.replace("min_delay = 0.5", "min_delay = 0.5\nname = \"unclosed");
+        let e = parse(&src).unwrap_err();
+        assert_eq!(e.line, 9, "{e}");
+        assert!(e.message.starts_with("TOML syntax error"), "{e}");
+        let excerpt = e.excerpt.as_deref().unwrap_or("");
+        assert!(excerpt.contains("9 | name = \"unclosed"), "{excerpt}");
+        assert!(
+            excerpt
+                .lines()
+                .last()
+                .unwrap_or("")
+                .trim_end()
+                .ends_with('^'),
+            "{excerpt}"
+        );
+        let src = "[crawl\nseeds = []\n";
+        assert_eq!(parse(src).unwrap_err().line, 1);
+    }
+
+    #[test]
+    fn a_missing_file_says_so_plainly() {
+        let e = Profile::load(Path::new("/nonexistent/site.toml")).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "/nonexistent/site.toml: there is no such file"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let e = Profile::load(dir.path()).unwrap_err();
+        assert!(e.to_string().contains("a folder"), "{e}");
     }
 
     #[test]

@@ -6,7 +6,9 @@ use std::path::Path;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-/// Counters kept while the crawl runs.
+/// Counters of the whole crawl, across every run of its profile: they are rebuilt from
+/// crawl.log when a run starts (see [`Stats::from_log`]) and then kept up to date line by line,
+/// so a resumed crawl reports every URL, and nothing but crawl.log has to survive a crash.
 #[derive(Debug, Clone, Default)]
 pub struct Stats {
     /// crawl.log lines by status code.
@@ -15,10 +17,17 @@ pub struct Stats {
     pub archived: u64,
     /// Pages fetched but discarded (noindex, noarchive, none).
     pub discarded: u64,
-    /// Response bytes written to WARC files.
+    /// Content bytes (crawl.log's size) of the responses archived in full.
     pub bytes: u64,
     /// Of `archived`, the revisit records (payload identical to one archived before).
     pub duplicates: u64,
+    /// URLs not fetched, by reason.
+    pub not_fetched: NotFetched,
+    /// Tries that failed and were queued again (`retry:N` lines).
+    pub retries: u64,
+    /// Lines without an answer (DNS, connection, timeout, robots.txt unreachable) and 5xx
+    /// answers, retries included: what the progress line calls errors.
+    pub errors: u64,
     /// URLs still queued when the crawl ended (only after an interruption).
     pub left_queued: u64,
     /// True when Ctrl-C stopped the crawl.
@@ -32,6 +41,41 @@ pub struct Stats {
     pub mime_types: BTreeMap<String, MimeStats>,
     /// URLs lost to trap rules and quotas, by rule (per host in `hosts`).
     pub drops: DropCounts,
+    /// The crawl's seeds and what became of each (for exit code 3).
+    pub seeds: BTreeMap<String, SeedOutcome>,
+    /// Every run of the crawl so far, this one last.
+    pub runs: Vec<crate::runlog::Run>,
+    /// crawl.log lines that could not be read back (a torn last line after a crash).
+    pub unreadable_lines: u64,
+    /// crawl.log lines written before this run started, and when it started (for its rate).
+    pub run_base: u64,
+    pub run_started: Option<std::time::SystemTime>,
+}
+
+/// URLs that were not fetched, by why (crawl.log's negative codes).
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct NotFetched {
+    /// `-5000` by a scope rule.
+    pub out_of_scope: u64,
+    /// `-5000` by a crawler-trap rule (`trap:*`).
+    pub traps: u64,
+    /// `-9998`: robots.txt forbids them.
+    pub robots_precluded: u64,
+    /// `-5003`: a site's page or byte quota was reached.
+    pub quota: u64,
+    /// `-5001`: an opt-out list names them.
+    pub opted_out: u64,
+    /// No answer after every try: DNS, connection, timeout, robots.txt unreachable.
+    pub failed: u64,
+}
+
+/// What became of one seed.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct SeedOutcome {
+    /// The seed got an HTTP answer (any status) at least once.
+    pub answered: bool,
+    /// Its last crawl.log line without an answer: status and why.
+    pub failure: Option<String>,
 }
 
 /// What trap rules and quotas cost a crawl, by rule, so that no loss is silent: the end
@@ -146,37 +190,178 @@ pub fn host_key(uri: &str) -> String {
         .unwrap_or_else(|| "-".to_string())
 }
 
+/// What a fetched line led to, judged from its annotations alone (so that counting a line as
+/// it is written and counting it again from crawl.log give the same figures).
+enum Kept {
+    Discarded,
+    NotArchived,
+    Revisit,
+    Full,
+}
+
+fn kept(annotations: &[String]) -> Kept {
+    let has = |a: &str| annotations.iter().any(|x| x == a);
+    if has("noindex") || has("noarchive") || has("none") {
+        Kept::Discarded
+    } else if annotations.iter().any(|a| a.starts_with("retry:"))
+        || has("refused")
+        || has("warc-write-failed")
+        || has(crate::rules::MIME_NOT_KEPT)
+    {
+        Kept::NotArchived
+    } else if has("duplicate:digest") {
+        Kept::Revisit
+    } else {
+        Kept::Full
+    }
+}
+
+/// Words for a negative crawl.log status.
+pub fn status_words(code: i32) -> &'static str {
+    use crate::crawllog::status;
+    match code {
+        status::DNS_FAILED => "DNS lookup failed",
+        -2 => "connection failed",
+        -3 => "connection broken",
+        -4 => "timed out",
+        status::ROBOTS_PREREQUISITE_FAILED => "robots.txt could not be fetched",
+        status::OUT_OF_SCOPE => "out of scope",
+        status::BLOCKED_BY_USER => "opted out",
+        status::BLOCKED_BY_QUOTA => "over a quota",
+        status::ROBOTS_PRECLUDED => "forbidden by robots.txt",
+        _ => "not fetched",
+    }
+}
+
 impl Stats {
+    /// Empty counters for a crawl of these seeds.
+    pub fn for_seeds<'a>(seeds: impl IntoIterator<Item = &'a str>) -> Stats {
+        Stats {
+            seeds: seeds
+                .into_iter()
+                .map(|s| (s.to_string(), SeedOutcome::default()))
+                .collect(),
+            ..Stats::default()
+        }
+    }
+
+    /// The counters of every line already in crawl.log (none when it does not exist yet).
+    pub fn from_log(path: &Path, seeds: &[&str]) -> std::io::Result<Stats> {
+        use std::io::BufRead;
+        let mut stats = Stats::for_seeds(seeds.iter().copied());
+        let file = match std::fs::File::open(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(stats),
+            Err(e) => return Err(e),
+        };
+        for line in std::io::BufReader::new(file).split(b'\n') {
+            let line = line?;
+            let text = String::from_utf8_lossy(&line);
+            if text.trim().is_empty() {
+                continue;
+            }
+            match crate::crawllog::parse_line(&text) {
+                Some(l) => stats.record(&Outcome {
+                    uri: &l.uri,
+                    status: l.status,
+                    size: l.size,
+                    mime: l.mime.as_deref(),
+                    annotations: &l.annotations,
+                }),
+                None => stats.unreadable_lines += 1,
+            }
+        }
+        stats.run_base = stats.lines();
+        Ok(stats)
+    }
+
+    /// crawl.log lines counted.
+    pub fn lines(&self) -> u64 {
+        self.by_status.values().sum()
+    }
+
     /// Counts one crawl.log line.
     pub fn record(&mut self, o: &Outcome<'_>) {
+        use crate::crawllog::status;
         *self.by_status.entry(o.status).or_default() += 1;
-        let has = |a: &str| o.annotations.iter().any(|x| x == a);
         let retry = o.annotations.iter().any(|a| a.starts_with("retry:"));
-        let discarded = has("noindex") || has("noarchive") || has("none");
         let host = self.hosts.entry(host_key(o.uri)).or_default();
         if host.dropped.record(o.status, o.annotations) {
             self.drops.record(o.status, o.annotations);
         }
         host.urls += 1;
         host.bytes += o.size.unwrap_or(0);
-        if o.status == crate::crawllog::status::ROBOTS_PRECLUDED {
-            host.robots_precluded += 1;
+        if let Some(seed) = self.seeds.get_mut(o.uri) {
+            if o.status > 0 {
+                seed.answered = true;
+            } else if !retry {
+                let why = o.annotations.join(",");
+                seed.failure = Some(format!("{} {}, {why}", o.status, status_words(o.status)));
+            }
         }
-        if discarded {
-            host.discarded += 1;
-        } else if has("duplicate:digest") {
-            host.duplicate += 1;
-        } else if o.status > 0 && !retry && !has("refused") && !has("warc-write-failed") {
-            host.novel += 1;
+        if o.status >= 500 || (o.status < 0 && !is_policy_drop(o.status)) {
+            self.errors += 1;
+        }
+        if retry {
+            self.retries += 1;
         }
         if o.status > 0 {
+            match kept(o.annotations) {
+                Kept::Discarded => {
+                    host.discarded += 1;
+                    self.discarded += 1;
+                }
+                Kept::NotArchived => {}
+                Kept::Revisit => {
+                    host.duplicate += 1;
+                    self.archived += 1;
+                    self.duplicates += 1;
+                }
+                Kept::Full => {
+                    host.novel += 1;
+                    self.archived += 1;
+                    self.bytes += o.size.unwrap_or(0);
+                }
+            }
             let mime = self
                 .mime_types
                 .entry(o.mime.unwrap_or("-").to_string())
                 .or_default();
             mime.urls += 1;
             mime.bytes += o.size.unwrap_or(0);
+            return;
         }
+        let n = &mut self.not_fetched;
+        match o.status {
+            status::ROBOTS_PRECLUDED => {
+                host.robots_precluded += 1;
+                n.robots_precluded += 1;
+            }
+            status::OUT_OF_SCOPE if o.annotations.iter().any(|a| a.starts_with("trap:")) => {
+                n.traps += 1
+            }
+            status::OUT_OF_SCOPE => n.out_of_scope += 1,
+            status::BLOCKED_BY_USER => n.opted_out += 1,
+            status::BLOCKED_BY_QUOTA => n.quota += 1,
+            _ if !retry => n.failed += 1,
+            _ => {}
+        }
+    }
+
+    /// True when the crawl has seeds and not one of them ever got an answer.
+    pub fn no_seed_answered(&self) -> bool {
+        !self.seeds.is_empty() && self.seeds.values().all(|s| !s.answered)
+    }
+
+    /// Why each seed could not be fetched, one per line.
+    pub fn seed_failures(&self) -> String {
+        self.seeds
+            .iter()
+            .map(|(url, s)| {
+                let why = s.failure.as_deref().unwrap_or("no answer");
+                format!("  {url}: {why}\n")
+            })
+            .collect()
     }
 
     /// The machine-readable report (`report.json`). `remaining` maps hosts to queued URLs.
@@ -200,22 +385,35 @@ impl Stats {
             .iter()
             .map(|(o, u)| serde_json::json!({"site": o, "until": crate::runlog::format_epoch(*u)}))
             .collect();
+        let n = &self.not_fetched;
         serde_json::json!({
             "crawl": name,
             "generated": chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string(),
             "finished": finished,
             "totals": {
+                "urls": self.lines(),
                 "fetched": self.fetched(),
                 "archived": self.archived,
                 "novel": self.archived - self.duplicates,
                 "duplicate": self.duplicates,
                 "discarded": self.discarded,
                 "bytes_archived": self.bytes,
+                "out_of_scope": n.out_of_scope,
+                "robots_precluded": n.robots_precluded,
+                "traps": n.traps,
+                "quota": n.quota,
+                "opted_out": n.opted_out,
+                "failed": n.failed,
+                "retries": self.retries,
+                "errors": self.errors,
                 "queued": remaining.values().sum::<u64>(),
                 "dropped_by_traps": self.drops.trapped(),
                 "dropped_by_quotas": self.drops.over_quota(),
+                "crawl_seconds": self.runs.iter().map(|r| r.seconds()).sum::<f64>().round(),
             },
             "dropped": self.drops,
+            "runs": self.runs,
+            "seeds": self.seeds,
             "hosts": hosts,
             "mime_types": self.mime_types,
             "statuses": statuses,
@@ -232,43 +430,169 @@ impl Stats {
             .sum()
     }
 
-    /// A short human summary.
-    pub fn summary(&self, name: &str, out: &Path) -> String {
+    /// crawl.log lines of this run, and its rate in lines per second.
+    pub fn this_run(&self) -> (u64, std::time::Duration, f64) {
+        let urls = self.lines().saturating_sub(self.run_base);
+        let elapsed = self
+            .run_started
+            .and_then(|t| t.elapsed().ok())
+            .unwrap_or_default();
+        let secs = elapsed.as_secs_f64();
+        let rate = if secs > 0.0 { urls as f64 / secs } else { 0.0 };
+        (urls, elapsed, rate)
+    }
+}
+
+impl Stats {
+    /// The human summary printed at the end and saved as `summary.txt`. `resume` is the
+    /// command that resumes an interrupted crawl.
+    pub fn summary(&self, name: &str, out: &Path, resume: Option<&str>) -> String {
+        use indicatif::{HumanBytes, HumanCount};
         let how = if self.interrupted {
             format!(
-                "stopped by Ctrl-C with {} URLs still queued",
-                self.left_queued
+                "stopped by Ctrl-C with {} URLs still queued (resumable)",
+                HumanCount(self.left_queued)
             )
+        } else if self.no_seed_answered() {
+            "ended: no seed could be fetched".to_string()
         } else {
             "finished".to_string()
         };
-        let mut s = format!(
-            "crawl {name:?} {how}\n  fetched:    {}\n  archived:   {} exchanges ({} of them revisits of identical payloads), {} bytes\n  discarded:  {} (noindex/noarchive/none)\n  by status:",
-            self.fetched(),
-            self.archived,
-            self.duplicates,
-            self.bytes,
-            self.discarded
+        let (run_urls, run_elapsed, rate) = self.this_run();
+        let total_secs: f64 = self.runs.iter().map(|r| r.seconds()).sum();
+        let mut s = format!("crawl {name:?} {how}\n");
+        let mut line = |label: &str, text: String| {
+            s.push_str(&format!("  {label:<13}{text}\n"));
+        };
+        line(
+            "this run:",
+            format!(
+                "{} URLs in {} ({rate:.1} URLs/s); run {} of the crawl",
+                HumanCount(run_urls),
+                clock(run_elapsed),
+                self.runs.len().max(1)
+            ),
         );
-        for (status, n) in &self.by_status {
-            s.push_str(&format!(" {status}:{n}"));
-        }
-        s.push_str(&format!("\n  dropped:    {}", self.drops.describe()));
+        line(
+            "whole crawl:",
+            format!(
+                "{} URLs, {} fetched, over {} ({})",
+                HumanCount(self.lines()),
+                HumanCount(self.fetched()),
+                clock(std::time::Duration::from_secs_f64(total_secs.max(0.0))),
+                plural(self.runs.len().max(1) as u64, "run")
+            ),
+        );
+        let (files, on_disk) = warc_files(&out.join("warcs"));
+        line(
+            "archived:",
+            format!(
+                "{} exchanges ({} revisits of identical payloads), {} of content; {}, {} on \
+                 disk",
+                HumanCount(self.archived),
+                HumanCount(self.duplicates),
+                HumanBytes(self.bytes),
+                plural(files, "WARC file"),
+                HumanBytes(on_disk)
+            ),
+        );
+        line(
+            "discarded:",
+            format!("{} (noindex/noarchive/none)", HumanCount(self.discarded)),
+        );
+        let n = &self.not_fetched;
+        line(
+            "not fetched:",
+            format!(
+                "{} out of scope, {} robots.txt, {} traps, {} quota, {} opted out, {} failed",
+                n.out_of_scope, n.robots_precluded, n.traps, n.quota, n.opted_out, n.failed
+            ),
+        );
+        line(
+            "errors:",
+            format!(
+                "{} (no answer or 5xx, tries included; {} retried)",
+                self.errors, self.retries
+            ),
+        );
+        line("dropped:", self.drops.describe());
+        let statuses: Vec<String> = self
+            .by_status
+            .iter()
+            .map(|(status, n)| format!("{status}:{n}"))
+            .collect();
+        line("by status:", statuses.join(" "));
         for (origin, until) in &self.suspended {
-            s.push_str(&format!(
-                "\n  suspended:  {origin} until {} (it kept refusing us; a later run resumes it)",
-                crate::runlog::format_epoch(*until)
-            ));
+            line(
+                "suspended:",
+                format!(
+                    "{origin} until {} (it kept refusing us; a later run resumes it)",
+                    crate::runlog::format_epoch(*until)
+                ),
+            );
+        }
+        if self.no_seed_answered() && !self.interrupted {
+            s.push_str("  seeds:\n");
+            for l in self.seed_failures().lines() {
+                s.push_str(&format!("  {l}\n"));
+            }
         }
         s.push_str(&format!(
-            "\n  output:     {}\n    WARCs:    {}\n    indexes:  {}\n    log:      {}\n",
+            "  output:      {}\n    WARCs:     {}\n    indexes:   {}\n    log:       {}\n    report:    {}\n",
             out.display(),
             out.join("warcs").display(),
             out.join("indexes").display(),
-            out.join("crawl.log").display()
+            out.join("crawl.log").display(),
+            out.join("report.json").display()
         ));
+        if let (true, Some(cmd)) = (self.interrupted, resume) {
+            s.push_str(&format!("  resume with: {cmd}\n"));
+        }
         s
     }
+}
+
+/// "1 run", "2 runs".
+fn plural(n: u64, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{} {what}s", indicatif::HumanCount(n))
+    }
+}
+
+/// `h:mm:ss`.
+pub fn clock(d: std::time::Duration) -> String {
+    let s = d.as_secs();
+    format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+}
+
+/// How many finished WARC files a folder holds and their size on disk.
+fn warc_files(dir: &Path) -> (u64, u64) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return (0, 0);
+    };
+    entries
+        .flatten()
+        .filter(|e| {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            name.ends_with(".warc.gz") || name.ends_with(".warc")
+        })
+        .filter_map(|e| e.metadata().ok())
+        .fold((0, 0), |(n, b), m| (n + 1, b + m.len()))
+}
+
+/// Statuses of URLs that were left alone on purpose (not errors).
+fn is_policy_drop(code: i32) -> bool {
+    use crate::crawllog::status;
+    matches!(
+        code,
+        status::OUT_OF_SCOPE
+            | status::BLOCKED_BY_USER
+            | status::BLOCKED_BY_QUOTA
+            | status::ROBOTS_PRECLUDED
+    )
 }
 
 /// A progress line on a terminal; nothing when stderr is not a terminal (CI, pipes, cron).
@@ -312,6 +636,30 @@ impl Progress {
             bar.finish_and_clear();
         }
     }
+}
+
+/// The summary with its first line and the resume hint in colour, when standard error is a
+/// terminal that takes colour (`console` honours `NO_COLOR` and `CLICOLOR`).
+pub fn colour_summary(summary: &str) -> String {
+    if !console::colors_enabled_stderr() || !std::io::stderr().is_terminal() {
+        return summary.to_string();
+    }
+    summary
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            let styled = if i == 0 && l.contains("finished") {
+                console::style(l).green().bold().to_string()
+            } else if i == 0 {
+                console::style(l).yellow().bold().to_string()
+            } else if l.trim_start().starts_with("resume with:") {
+                console::style(l).cyan().bold().to_string()
+            } else {
+                l.to_string()
+            };
+            styled + "\n"
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -362,8 +710,8 @@ mod tests {
             1
         );
         assert!(s
-            .summary("c", std::path::Path::new("/o"))
-            .contains("\n  dropped:    4 by trap rules (trap:calendar 2"));
+            .summary("c", std::path::Path::new("/o"), None)
+            .contains("\n  dropped:     4 by trap rules (trap:calendar 2"));
         assert_eq!(
             DropCounts::default().describe(),
             "0 by trap rules, 0 by quotas"

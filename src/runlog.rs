@@ -187,6 +187,107 @@ impl SiteBook {
     }
 }
 
+/// One run of a crawl's profile, as `state/runs.json` keeps it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Run {
+    /// ISO time the run started.
+    pub started: String,
+    /// ISO time it ended; None while it runs, or when the process was killed.
+    pub ended: Option<String>,
+    /// `running`, `finished`, `interrupted`, `no seed fetched`, `stopped: …`, or `killed`
+    /// (it never ended cleanly).
+    pub outcome: String,
+    /// crawl.log lines written by the run (URL outcomes, tries included).
+    pub urls: u64,
+    /// Seconds from start to end (0 for a killed run).
+    #[serde(default)]
+    pub elapsed_seconds: f64,
+}
+
+impl Run {
+    pub fn seconds(&self) -> f64 {
+        self.elapsed_seconds
+    }
+}
+
+/// `state/runs.json`: every run of the crawl, so the reports can list them.
+pub struct RunBook {
+    path: PathBuf,
+    pub runs: Vec<Run>,
+    started: Option<std::time::Instant>,
+}
+
+impl RunBook {
+    /// Loads the runs so far. A run still marked running was killed (it never ended). A
+    /// damaged file is kept aside as `runs.json.damaged` and a new list begins: the list only
+    /// describes the crawl, and the crawl itself (frontier, crawl.log) is intact.
+    pub fn load(path: &Path, runlog: &RunLog) -> RunBook {
+        let mut runs: Vec<Run> = match std::fs::read(path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|e| {
+                let aside = path.with_extension("json.damaged");
+                let _ = std::fs::rename(path, &aside);
+                runlog.line(&format!(
+                    "{} is damaged ({e}); kept as {}, starting a new list of runs",
+                    path.display(),
+                    aside.display()
+                ));
+                Vec::new()
+            }),
+            Err(_) => Vec::new(),
+        };
+        for r in &mut runs {
+            if r.ended.is_none() {
+                r.outcome = "killed".to_string();
+            }
+        }
+        RunBook {
+            path: path.to_path_buf(),
+            runs,
+            started: None,
+        }
+    }
+
+    /// Records the start of a run.
+    pub fn start(&mut self) -> anyhow::Result<()> {
+        self.started = Some(std::time::Instant::now());
+        self.runs.push(Run {
+            started: Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+            ended: None,
+            outcome: "running".to_string(),
+            urls: 0,
+            elapsed_seconds: 0.0,
+        });
+        self.save()
+    }
+
+    /// Updates the current run (its URLs so far, and how it ended when `outcome` is final).
+    pub fn update(&mut self, urls: u64, outcome: Option<&str>) {
+        let elapsed = self.started.map_or(0.0, |t| t.elapsed().as_secs_f64());
+        if let (Some(run), Some(_)) = (self.runs.last_mut(), self.started) {
+            run.urls = urls;
+            run.elapsed_seconds = (elapsed * 1000.0).round() / 1000.0;
+            if let Some(o) = outcome {
+                run.outcome = o.to_string();
+                run.ended = Some(Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string());
+            }
+        }
+    }
+
+    /// Writes the list atomically.
+    pub fn save(&self) -> anyhow::Result<()> {
+        if let Some(dir) = self.path.parent() {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+        }
+        let tmp = self.path.with_extension("json.tmp");
+        let json = serde_json::to_vec_pretty(&self.runs)?;
+        std::fs::write(&tmp, json).with_context(|| format!("cannot write {}", tmp.display()))?;
+        std::fs::rename(&tmp, &self.path)
+            .with_context(|| format!("cannot replace {}", self.path.display()))?;
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -221,6 +322,27 @@ mod tests {
         std::fs::write(&path, b"{not json").unwrap();
         let e = SiteBook::load(&path).err().unwrap();
         assert!(format!("{e:#}").contains("damaged"));
+    }
+
+    #[test]
+    fn runs_survive_and_a_killed_run_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = RunLog::open(&dir.path().join("run.log")).unwrap();
+        let path = dir.path().join("state").join("runs.json");
+        let mut book = RunBook::load(&path, &log);
+        book.start().unwrap();
+        book.update(12, Some("interrupted"));
+        book.save().unwrap();
+        let mut book = RunBook::load(&path, &log);
+        book.start().unwrap(); // then "killed": never updated
+        let book = RunBook::load(&path, &log);
+        let outcomes: Vec<&str> = book.runs.iter().map(|r| r.outcome.as_str()).collect();
+        assert_eq!(outcomes, ["interrupted", "killed"]);
+        assert_eq!(book.runs[0].urls, 12);
+        std::fs::write(&path, b"[{oops").unwrap();
+        let book = RunBook::load(&path, &log);
+        assert!(book.runs.is_empty());
+        assert!(path.with_extension("json.damaged").exists());
     }
 
     #[test]
