@@ -178,6 +178,8 @@ pub struct Crawler {
     progress: Progress,
     /// Asks the resolver task for name lookups.
     resolve_tx: tokio::sync::mpsc::UnboundedSender<ResolveRequest>,
+    /// Jobs running now.
+    running: std::sync::atomic::AtomicUsize,
     /// Set by Ctrl-C or a fatal error: no new job starts; jobs in flight finish.
     stopping: AtomicBool,
     /// Set by Ctrl-C or SIGTERM (not by errors): the run ends with exit code 130.
@@ -326,6 +328,7 @@ impl Crawler {
             stats: Mutex::new(stats),
             progress: Progress::new(),
             resolve_tx,
+            running: std::sync::atomic::AtomicUsize::new(0),
             stopping: AtomicBool::new(false),
             interrupted: AtomicBool::new(false),
             fatal: Mutex::new(None),
@@ -754,8 +757,10 @@ impl Crawler {
             let thread = lock(&threads).pop().unwrap_or(0);
             let crawler = self.clone();
             let threads = threads.clone();
+            self.running.fetch_add(1, Ordering::SeqCst);
             tokio::spawn(async move {
                 let pace = crawler.run_job(job, thread).await;
+                crawler.running.fetch_sub(1, Ordering::SeqCst);
                 crawler.release(&budget, pace);
                 lock(&threads).push(thread);
                 drop(permit);
@@ -982,11 +987,31 @@ impl Crawler {
             pace.end + pause + clock_margin(pause),
             more,
         );
-        let queued = st.frontier.total_queued();
+        let gauges = self.progress.due().then(|| self.gauges(&st));
         drop(st);
         self.wake.notify_one();
         // Lock order everywhere: state, then stats, then log; never state while holding stats.
-        self.progress.update(&lock(&self.stats), queued);
+        if let Some(gauges) = gauges {
+            self.progress.update(&lock(&self.stats), gauges);
+        }
+    }
+
+    /// Where the sites stand, for the progress line.
+    fn gauges(&self, st: &State) -> crate::report::Gauges {
+        let now = SystemTime::now();
+        let suspended = st
+            .away
+            .iter()
+            .filter(|o| st.sites.get(*o).is_some_and(|s| s.refusals.suspended(now)))
+            .count();
+        let active = self.running.load(Ordering::SeqCst);
+        let waiting: usize = st.budgets.values().map(VecDeque::len).sum();
+        crate::report::Gauges {
+            active,
+            waiting: waiting.saturating_sub(active),
+            suspended,
+            queued: st.frontier.total_queued(),
+        }
     }
 
     /// Stops the crawl: nothing new starts, jobs in flight finish, files are closed.

@@ -598,7 +598,27 @@ fn is_policy_drop(code: i32) -> bool {
 /// A progress line on a terminal; nothing when stderr is not a terminal (CI, pipes, cron).
 pub struct Progress {
     bar: Option<ProgressBar>,
+    /// Recent (time, crawl.log lines) samples, for the rate over the last seconds.
+    samples: std::sync::Mutex<std::collections::VecDeque<(std::time::Instant, u64)>>,
 }
+
+/// What the progress line shows besides the counters: where the sites stand.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Gauges {
+    /// Jobs running now (one per site at most).
+    pub active: usize,
+    /// Sites with work waiting for their politeness pause to end.
+    pub waiting: usize,
+    /// Sites left alone for refusing us.
+    pub suspended: usize,
+    /// URLs queued.
+    pub queued: usize,
+}
+
+/// The rate is measured over this much recent time.
+const RATE_WINDOW: std::time::Duration = std::time::Duration::from_secs(10);
+/// The line is redrawn at most this often (counting the sites costs a walk over them).
+const REDRAW: std::time::Duration = std::time::Duration::from_millis(250);
 
 impl Default for Progress {
     fn default() -> Self {
@@ -608,26 +628,55 @@ impl Default for Progress {
 
 impl Progress {
     pub fn new() -> Progress {
+        let samples = std::sync::Mutex::new(std::collections::VecDeque::new());
         if !std::io::stderr().is_terminal() {
-            return Progress { bar: None };
+            return Progress { bar: None, samples };
         }
         let bar = ProgressBar::new_spinner();
-        if let Ok(style) = ProgressStyle::with_template("{spinner} {elapsed_precise} {msg}") {
+        if let Ok(style) = ProgressStyle::with_template("{spinner} {elapsed_precise} {wide_msg}") {
             bar.set_style(style);
         }
         bar.enable_steady_tick(std::time::Duration::from_millis(250));
-        Progress { bar: Some(bar) }
+        Progress {
+            bar: Some(bar),
+            samples,
+        }
     }
 
-    pub fn update(&self, stats: &Stats, queued: usize) {
-        if let Some(bar) = &self.bar {
-            bar.set_message(format!(
-                "fetched {} · archived {} · discarded {} · queued {}",
-                stats.fetched(),
-                stats.archived,
-                stats.discarded,
-                queued
-            ));
+    /// True when a redraw is due (never when there is no terminal): the caller then counts
+    /// the gauges, which costs a walk over the sites.
+    pub fn due(&self) -> bool {
+        if self.bar.is_none() {
+            return false;
+        }
+        let samples = self.samples.lock().unwrap_or_else(|p| p.into_inner());
+        samples.back().is_none_or(|(t, _)| t.elapsed() >= REDRAW)
+    }
+
+    pub fn update(&self, stats: &Stats, gauges: Gauges) {
+        let Some(bar) = &self.bar else {
+            return;
+        };
+        let rate = self.rate(stats.lines());
+        let width = console::Term::stderr().size().1 as usize;
+        // "⠁ 00:00:00 " comes before the message.
+        bar.set_message(progress_line(stats, gauges, rate, width.saturating_sub(12)));
+    }
+
+    /// URLs per second over the last seconds.
+    fn rate(&self, lines: u64) -> f64 {
+        let now = std::time::Instant::now();
+        let mut samples = self.samples.lock().unwrap_or_else(|p| p.into_inner());
+        samples.push_back((now, lines));
+        while samples.len() > 2 && samples.front().is_some_and(|(t, _)| now - *t > RATE_WINDOW) {
+            samples.pop_front();
+        }
+        let (t0, l0) = samples.front().copied().unwrap_or((now, lines));
+        let secs = (now - t0).as_secs_f64();
+        if secs > 0.0 {
+            lines.saturating_sub(l0) as f64 / secs
+        } else {
+            0.0
         }
     }
 
@@ -636,6 +685,33 @@ impl Progress {
             bar.finish_and_clear();
         }
     }
+}
+
+/// The progress line's text, most important first, cut at a whole part to fit `width`.
+pub fn progress_line(stats: &Stats, g: Gauges, rate: f64, width: usize) -> String {
+    use indicatif::{HumanBytes, HumanCount};
+    let parts = [
+        format!("{rate:.1} URLs/s"),
+        format!("{} fetched", HumanCount(stats.fetched())),
+        format!("{} archived", HumanBytes(stats.bytes)),
+        format!("{} errors", HumanCount(stats.errors)),
+        format!("{} queued", HumanCount(g.queued as u64)),
+        format!(
+            "sites {} active / {} waiting / {} suspended",
+            g.active, g.waiting, g.suspended
+        ),
+        format!("{} archived records", HumanCount(stats.archived)),
+    ];
+    let mut line = String::new();
+    for part in parts {
+        let sep = if line.is_empty() { "" } else { " · " };
+        if line.chars().count() + sep.len() + part.chars().count() > width && !line.is_empty() {
+            break;
+        }
+        line.push_str(sep);
+        line.push_str(&part);
+    }
+    line
 }
 
 /// The summary with its first line and the resume hint in colour, when standard error is a
@@ -675,6 +751,28 @@ mod tests {
             mime: None,
             annotations: &annotations,
         });
+    }
+
+    #[test]
+    fn the_progress_line_fits_the_terminal() {
+        let mut s = Stats::default();
+        line(&mut s, "http://a.test/", 200, &[]);
+        line(&mut s, "http://a.test/x", -2, &[]);
+        let g = Gauges {
+            active: 2,
+            waiting: 5,
+            suspended: 1,
+            queued: 1234,
+        };
+        let wide = progress_line(&s, g, 3.31, 200);
+        assert_eq!(
+            wide,
+            "3.3 URLs/s · 1 fetched · 0 B archived · 1 errors · 1,234 queued · sites 2 active / 5 \
+             waiting / 1 suspended · 1 archived records"
+        );
+        let narrow = progress_line(&s, g, 3.31, 40);
+        assert_eq!(narrow, "3.3 URLs/s · 1 fetched · 0 B archived");
+        assert!(progress_line(&s, g, 0.0, 5).starts_with("0.0 URLs/s"));
     }
 
     #[test]

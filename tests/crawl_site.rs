@@ -1253,9 +1253,10 @@ fn an_unreachable_seed_ends_the_crawl_with_a_negative_status() {
         dir.path(),
         "archiver",
     );
+    // No seed could be fetched: exit code 3 (issue 14), not a plain "finished".
     assert_eq!(
         r.code,
-        Some(0),
+        Some(3),
         "exit code; stderr: {}",
         tail(&r.stderr, 3000)
     );
