@@ -3,6 +3,7 @@
 //! Modules in the order a URL travels: profile → frontier → politeness → robots → fetch →
 //! extract → scope → warc/cdx → crawllog/report; `crawl` drives them.
 
+pub mod about;
 pub mod canon;
 pub mod cdx;
 pub mod crawl;

@@ -7,9 +7,86 @@ use clap::{Parser, Subcommand};
 
 use archiver::profile::Profile;
 
+/// Examples under `archiver --help`.
+const MAIN_HELP: &str = "\
+Examples:
+  archiver crawl https://example.org/ --contact https://example.net/our-crawler
+      crawl one site without writing a profile first (into crawls/example.org/)
+  archiver profile init site.toml          write the commented reference profile
+  archiver crawl --profile site.toml       run it; the same command resumes it
+  archiver about --profile site.toml -o about.html
+      the page for webmasters who find the User-Agent in their logs
+  tools/replay.sh crawls/example.org       replay the crawl in pywb
+
+Exit codes of crawl: 0 done, 3 no seed could be fetched, 130 interrupted (resumable),
+2 bad profile or arguments, 1 other errors.";
+
+/// What `archiver crawl --help` adds: examples, the outputs, resuming and exit codes.
+const CRAWL_HELP: &str = "\
+Examples:
+  archiver crawl https://example.org/ --contact https://example.net/our-crawler
+      a quick crawl of one site into crawls/example.org/; crawls/example.org/profile.toml
+      is written first from the defaults (5 s between requests, robots.txt obeyed)
+  archiver crawl https://a.example/ https://b.example/docs/ --contact URL -o crawls/ab
+      several seeds, into crawls/ab/
+  archiver crawl --profile crawls/example.org/profile.toml
+      resume that crawl (after Ctrl-C, a crash or a reboot), or run it again
+
+Output, in the profile's [output] dir (for a quick crawl: the -o folder):
+  warcs/*.warc.gz        every exchange, byte for byte (WARC 1.1, one gzip member per record)
+  indexes/*.cdxj         their CDXJ indexes: pywb replays the folder as it is
+  crawl.log              one line per URL, Heritrix's format (why each URL was not fetched too)
+  run.log                the crawler's decisions, every run
+  summary.txt            the summary printed at the end; report.json: figures per host, type
+                         and status (rewritten every minute and on kill -USR1 PID)
+  state/                 the frontier and the list of runs: what a resumed crawl needs
+
+Resuming: Ctrl-C (or SIGTERM) finishes the requests in flight, closes the WARC and prints the
+command that resumes; a second Ctrl-C stops at once. Running the same command again resumes
+where the crawl stopped, and the reports count the whole crawl. A crawl that is already
+complete does nothing when run again and says so.
+
+Exit codes:
+  0    the crawl ended (or was already complete)
+  3    no seed could be fetched at all (DNS, connection or robots.txt failed for each)
+  130  interrupted by Ctrl-C or SIGTERM: resumable
+  2    bad profile or arguments
+  1    any other error (the message says what)";
+
+const INDEX_HELP: &str = "\
+Examples:
+  archiver index crawls/example.org/warcs -o example.cdxj
+      one sorted CDXJ for every WARC of a crawl
+  archiver index wget-output.warc.gz > wget.cdxj
+      any tool's WARC (wget, warcio, Heritrix): the lines cdxj-indexer --sort writes
+
+Exit codes: 0 every file read whole, 1 some files were damaged or unreadable (the lines of
+what could be read are written all the same).";
+
+const DIFF_HELP: &str = "\
+Examples:
+  archiver diff crawls/2026-11 crawls/2026-12
+      what changed between two crawls of the same sites (text, changes only)
+  archiver diff crawls/2026-11 crawls/2026-12 --format html -o diff.html \\
+      --pywb http://127.0.0.1:8080/crawl
+      an HTML report whose links replay both captures (tools/replay.sh OLD NEW serves them)
+  archiver diff crawls/2026-11 crawls/2026-12 --url https://example.org/news
+      the text diff of one page between its two captures";
+
+const ABOUT_HELP: &str = "\
+Examples:
+  archiver about --profile site.toml -o about.html
+      an HTML page to publish at the contact URL of the User-Agent
+  archiver about --profile site.toml --format markdown > ABOUT.md";
+
+const PROFILE_HELP: &str = "\
+Examples:
+  archiver profile init site.toml     write the commented reference profile (never overwrites)
+  archiver profile check site.toml    every problem at once, or the effective settings";
+
 /// An archival web crawler: polite, site by site, writing gzip WARCs and CDXJ indexes.
 #[derive(Parser)]
-#[command(name = "archiver", version, about)]
+#[command(name = "archiver", version, about, after_help = MAIN_HELP)]
 struct Cli {
     /// Crawl with this profile (the same as `archiver crawl --profile FILE`).
     #[arg(long, value_name = "FILE", global = false)]
@@ -20,18 +97,44 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run the crawl a profile describes.
+    /// Run (or resume) a crawl: the one a profile describes, or a quick one from URLs.
+    #[command(after_help = CRAWL_HELP)]
     Crawl {
+        /// The crawl profile (TOML). The same command resumes the crawl.
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["urls", "contact", "output"])]
+        profile: Option<PathBuf>,
+        /// Seeds of a quick crawl without a profile file (needs --contact).
+        #[arg(value_name = "URL", required_unless_present = "profile")]
+        urls: Vec<String>,
+        /// Where webmasters can reach you (a URL), put into the User-Agent of a quick crawl.
+        #[arg(long, value_name = "URL")]
+        contact: Option<String>,
+        /// Output folder of a quick crawl (default: crawls/HOST of the first URL); its
+        /// profile.toml is written there first.
+        #[arg(short, long, value_name = "DIR")]
+        output: Option<PathBuf>,
+    },
+    /// Write the page webmasters read ("if you see this User-Agent…"), from a profile.
+    #[command(after_help = ABOUT_HELP)]
+    About {
         /// The crawl profile (TOML).
         #[arg(long, value_name = "FILE")]
         profile: PathBuf,
+        /// Write the page here instead of standard output.
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+        /// html or markdown (default: html for an -o file ending in .html, else markdown).
+        #[arg(long, value_enum)]
+        format: Option<AboutFormat>,
     },
     /// Work with profiles.
+    #[command(after_help = PROFILE_HELP)]
     Profile {
         #[command(subcommand)]
         command: ProfileCommand,
     },
     /// (Re)build sorted CDXJ from WARC files (any tool's), as cdxj-indexer would.
+    #[command(after_help = INDEX_HELP)]
     Index {
         /// WARC files (.warc.gz with one gzip member per record, or plain .warc), or folders
         /// to search for them.
@@ -42,6 +145,7 @@ enum Command {
         output: Option<PathBuf>,
     },
     /// Compare two crawls of the same sites: pages added, removed, changed, unchanged.
+    #[command(after_help = DIFF_HELP)]
     Diff {
         /// The earlier crawl: an output folder (with indexes/), a folder of .cdxj files, or a
         /// .cdxj file.
@@ -66,6 +170,12 @@ enum Command {
         #[command(subcommand)]
         command: OptoutCommand,
     },
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum AboutFormat {
+    Html,
+    Markdown,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -109,6 +219,11 @@ enum ProfileCommand {
         /// The crawl profile (TOML).
         file: PathBuf,
     },
+    /// Write the commented reference profile to FILE (never over an existing file).
+    Init {
+        /// Where to write it.
+        file: PathBuf,
+    },
 }
 
 fn main() -> ExitCode {
@@ -121,13 +236,43 @@ fn main() -> ExitCode {
         .init();
     let cli = Cli::parse();
     match (cli.command, cli.profile) {
-        (Some(Command::Crawl { profile }), _) | (None, Some(profile)) => crawl(profile),
+        (
+            Some(Command::Crawl {
+                profile: Some(profile),
+                ..
+            }),
+            _,
+        )
+        | (None, Some(profile)) => crawl(profile),
+        (
+            Some(Command::Crawl {
+                profile: None,
+                urls,
+                contact,
+                output,
+            }),
+            _,
+        ) => quick_crawl(&urls, contact.as_deref(), output),
+        (
+            Some(Command::About {
+                profile,
+                output,
+                format,
+            }),
+            _,
+        ) => about(&profile, output.as_deref(), format),
         (
             Some(Command::Profile {
                 command: ProfileCommand::Check { file },
             }),
             _,
         ) => check(file),
+        (
+            Some(Command::Profile {
+                command: ProfileCommand::Init { file },
+            }),
+            _,
+        ) => init(&file),
         (Some(Command::Index { warcs, output }), _) => index(&warcs, output.as_deref()),
         (
             Some(Command::Diff {
@@ -163,6 +308,154 @@ fn load(path: &std::path::Path) -> Result<Profile, ExitCode> {
         }
         ExitCode::from(exit::USAGE)
     })
+}
+
+/// `archiver profile init FILE`: the reference profile, never over an existing file.
+fn init(path: &std::path::Path) -> ExitCode {
+    use std::io::Write as _;
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path);
+    let written = match file {
+        Ok(mut f) => f.write_all(archiver::profile::REFERENCE.as_bytes()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            eprintln!(
+                "archiver: {} already exists; it is left as it is (choose another name, or \
+                 remove it first)",
+                path.display()
+            );
+            return ExitCode::from(exit::USAGE);
+        }
+        Err(e) => Err(e),
+    };
+    if let Err(e) = written {
+        eprintln!("archiver: cannot write {}: {e}", path.display());
+        return ExitCode::FAILURE;
+    }
+    eprintln!(
+        "archiver: wrote {p}\n  Set [crawl] seeds and the contact URL in [identity] user_agent, \
+         then:\n    archiver profile check {p}\n    archiver crawl --profile {p}",
+        p = shell_word(&path.display().to_string())
+    );
+    ExitCode::SUCCESS
+}
+
+/// `archiver crawl URL… --contact URL [-o DIR]`: writes DIR/profile.toml from the defaults
+/// (so `archiver crawl --profile DIR/profile.toml` resumes it), then runs it. Every rule of a
+/// profile crawl applies, the 5 s floor included.
+fn quick_crawl(urls: &[String], contact: Option<&str>, output: Option<PathBuf>) -> ExitCode {
+    let Some(contact) = contact else {
+        eprintln!(
+            "archiver: a crawl without --profile needs --contact URL: a page or address where \
+             webmasters can reach you (it goes into the User-Agent), e.g. --contact \
+             https://example.org/about-our-crawler"
+        );
+        return ExitCode::from(exit::USAGE);
+    };
+    if !(contact.starts_with("http://") || contact.starts_with("https://")) {
+        eprintln!(
+            "archiver: --contact must be an http:// or https:// URL (a page about your crawl, \
+             with a way to reach you), not {contact:?}"
+        );
+        return ExitCode::from(exit::USAGE);
+    }
+    // A bare host name is taken as its https:// home page, as browsers do.
+    let seeds: Vec<String> = urls
+        .iter()
+        .map(|u| {
+            if u.contains("://") {
+                u.clone()
+            } else {
+                format!("https://{u}")
+            }
+        })
+        .collect();
+    let host = seeds
+        .first()
+        .and_then(|s| url::Url::parse(s).ok())
+        .and_then(|u| u.host_str().map(str::to_string))
+        .unwrap_or_else(|| "crawl".to_string());
+    let dir = output.unwrap_or_else(|| PathBuf::from("crawls").join(&host));
+    let path = dir.join("profile.toml");
+    let text = archiver::profile::quick_profile(&seeds, contact, &host);
+    if let Err(e) = Profile::parse(&path, &text) {
+        eprintln!("archiver: cannot crawl that: {e}");
+        return ExitCode::from(exit::USAGE);
+    }
+    match std::fs::read_to_string(&path) {
+        Ok(existing) if existing == text => {
+            eprintln!(
+                "archiver: {} exists: going on with that crawl",
+                path.display()
+            );
+        }
+        Ok(_) => {
+            eprintln!(
+                "archiver: {} already exists and describes another crawl; resume it with \
+                 `archiver crawl --profile {}`, or choose another -o DIR",
+                path.display(),
+                shell_word(&path.display().to_string())
+            );
+            return ExitCode::from(exit::USAGE);
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let written = std::fs::create_dir_all(&dir).and_then(|_| std::fs::write(&path, &text));
+            if let Err(e) = written {
+                eprintln!("archiver: cannot write {}: {e}", path.display());
+                return ExitCode::FAILURE;
+            }
+            eprintln!(
+                "archiver: wrote {p} (edit it to change the crawl; resume with `archiver crawl \
+                 --profile {p}`)",
+                p = shell_word(&path.display().to_string())
+            );
+        }
+        Err(e) => {
+            eprintln!("archiver: cannot read {}: {e}", path.display());
+            return ExitCode::FAILURE;
+        }
+    }
+    crawl(path)
+}
+
+/// `archiver about`: the page for webmasters, from the profile.
+fn about(
+    profile: &std::path::Path,
+    output: Option<&std::path::Path>,
+    format: Option<AboutFormat>,
+) -> ExitCode {
+    use archiver::about::{page, Format};
+    let p = match load(profile) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    let html_file = output
+        .and_then(|o| o.extension())
+        .is_some_and(|e| e.eq_ignore_ascii_case("html") || e.eq_ignore_ascii_case("htm"));
+    let format = match format {
+        Some(AboutFormat::Html) => Format::Html,
+        Some(AboutFormat::Markdown) => Format::Markdown,
+        None if html_file => Format::Html,
+        None => Format::Markdown,
+    };
+    let text = page(&p, format);
+    match output {
+        Some(path) => {
+            let written = write_atomically(path, |out| out.write_all(text.as_bytes()));
+            if let Err(e) = written {
+                eprintln!("archiver: cannot write {}: {e}", path.display());
+                return ExitCode::FAILURE;
+            }
+            let contact = archiver::about::contact_url(&p.user_agent).unwrap_or("-");
+            eprintln!(
+                "archiver: wrote {}; publish it at {contact} (the contact URL of the User-Agent)",
+                path.display()
+            );
+        }
+        None => print!("{text}"),
+    }
+    ExitCode::SUCCESS
 }
 
 fn check(path: PathBuf) -> ExitCode {

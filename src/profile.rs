@@ -622,6 +622,34 @@ impl Profile {
     }
 }
 
+/// The commented reference profile (`profiles/site.toml`), as `archiver profile init` writes it.
+pub const REFERENCE: &str = include_str!("../profiles/site.toml");
+
+/// The profile of a quick crawl (`archiver crawl URL… --contact URL`): the reference profile
+/// with these seeds, a User-Agent carrying the contact URL, the name, and the output in the
+/// profile's own folder. Every other setting keeps its default, the 5 s delay included.
+pub fn quick_profile(seeds: &[String], contact: &str, name: &str) -> String {
+    let quoted = |s: &str| toml::Value::String(s.to_string()).to_string();
+    let seeds: Vec<String> = seeds.iter().map(|s| quoted(s)).collect();
+    let user_agent = format!("archiver/{} (+{contact})", env!("CARGO_PKG_VERSION"));
+    let mut out = String::from(
+        "# Written by `archiver crawl URL… --contact URL` from the reference profile.\n\
+         # Resume or run this crawl again with:  archiver crawl --profile <this file>\n\n",
+    );
+    for line in REFERENCE.lines() {
+        let replaced = match line.split_once(" = ").map(|(k, _)| k) {
+            Some("name") => format!("name = {}", quoted(name)),
+            Some("seeds") => format!("seeds = [{}]", seeds.join(", ")),
+            Some("user_agent") => format!("user_agent = {}", quoted(&user_agent)),
+            Some("dir") => "dir = \".\"".to_string(),
+            _ => line.to_string(),
+        };
+        out.push_str(&replaced);
+        out.push('\n');
+    }
+    out
+}
+
 /// Validation with access to the source text, so errors can point at lines.
 struct Checker<'a> {
     path: &'a Path,
@@ -1551,6 +1579,31 @@ min_delay = 0.5
         let dir = tempfile::tempdir().unwrap();
         let e = Profile::load(dir.path()).unwrap_err();
         assert!(e.to_string().contains("a folder"), "{e}");
+    }
+
+    #[test]
+    fn the_reference_and_a_quick_profile_are_valid() {
+        let p = Profile::parse(Path::new("/x/site.toml"), REFERENCE).unwrap();
+        assert_eq!(p.politeness.min_delay, Duration::from_secs(5));
+        let seeds = [
+            "https://example.org/".to_string(),
+            "http://a.example/x".to_string(),
+        ];
+        let text = quick_profile(&seeds, "https://me.example/bot", "example.org");
+        let p = Profile::parse(Path::new("/c/q/profile.toml"), &text).unwrap();
+        assert_eq!(p.seeds.len(), 2);
+        assert_eq!(p.name, "example.org");
+        assert_eq!(p.output_dir, Path::new("/c/q/."));
+        assert!(
+            p.user_agent.ends_with("(+https://me.example/bot)"),
+            "{}",
+            p.user_agent
+        );
+        assert_eq!(
+            p.politeness.min_delay,
+            Duration::from_secs(5),
+            "the defaults"
+        );
     }
 
     #[test]

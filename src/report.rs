@@ -76,6 +76,9 @@ pub struct SeedOutcome {
     pub answered: bool,
     /// Its last crawl.log line without an answer: status and why.
     pub failure: Option<String>,
+    /// It failed for want of an answer (DNS, connection, robots.txt), not by a rule.
+    #[serde(skip)]
+    pub failed_to_reach: bool,
 }
 
 /// What trap rules and quotas cost a crawl, by rule, so that no loss is silent: the end
@@ -297,6 +300,8 @@ impl Stats {
             } else if !retry {
                 let why = o.annotations.join(",");
                 seed.failure = Some(format!("{} {}, {why}", o.status, status_words(o.status)));
+                seed.failed_to_reach |= !is_policy_drop(o.status)
+                    || o.status == crate::crawllog::status::ROBOTS_PRECLUDED;
             }
         }
         if o.status >= 500 || (o.status < 0 && !is_policy_drop(o.status)) {
@@ -348,9 +353,11 @@ impl Stats {
         }
     }
 
-    /// True when the crawl has seeds and not one of them ever got an answer.
+    /// True when not one seed ever got an answer, and at least one failed for want of one
+    /// (DNS, connection, robots.txt): seeds that were only opted out or out of scope are the
+    /// operator's choice, not a failure.
     pub fn no_seed_answered(&self) -> bool {
-        !self.seeds.is_empty() && self.seeds.values().all(|s| !s.answered)
+        self.seeds.values().all(|s| !s.answered) && self.seeds.values().any(|s| s.failed_to_reach)
     }
 
     /// Why each seed could not be fetched, one per line.

@@ -183,7 +183,8 @@ dir = "out"
         dir2.path(),
         "untrusted",
     );
-    assert_eq!(done.code, Some(0), "{}", done.stderr);
+    // Its only seed could not be fetched: exit code 3.
+    assert_eq!(done.code, Some(3), "{}", done.stderr);
     let log = std::fs::read_to_string(dir2.path().join("out/crawl.log")).expect("crawl.log");
     assert!(
         log.contains("   -2 "),

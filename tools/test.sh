@@ -53,6 +53,14 @@ for tool in warcio cdxj-indexer wayback; do
 done
 export ARCHIVER_VENV=$VENV
 
+# tests/terminal.rs drives the crawler in a real terminal through tmux.
+step "tmux (for the terminal test)"
+if command -v tmux >/dev/null; then
+  echo "already installed"
+else
+  { apt-get update -qq && apt-get install -y -qq tmux; } || die "could not install tmux with apt-get"
+fi
+
 step "cargo fmt --all -- --check"
 cargo fmt --all -- --check || die "formatting differs: run 'cargo fmt --all'"
 
