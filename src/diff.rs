@@ -24,6 +24,8 @@ use serde::Deserialize;
 use crate::canon;
 use crate::index::{self, IndexError};
 
+mod pages;
+
 /// Largest record block read for `--url`.
 const MAX_PAGE_BLOCK: u64 = 64 * 1024 * 1024;
 /// Largest decoded page body compared by `--url`.
@@ -460,7 +462,8 @@ struct Outcome {
     added: Spool,
     /// url, timestamp, status
     removed: Spool,
-    /// url, old timestamp, new timestamp
+    /// url, old timestamp, new timestamp, then for old and new: WARC file, offset, "r" for a
+    /// revisit (else "-")
     changed: Spool,
     /// url, old timestamp, new timestamp
     unchanged: Spool,
@@ -475,6 +478,7 @@ pub fn diff(
     new: &Crawl,
     format: Format,
     pywb: Option<&str>,
+    all: bool,
     out: &mut dyn Write,
 ) -> Result<Counts, DiffError> {
     let outcome = compare(old, new).map_err(|e| match e {
@@ -490,7 +494,7 @@ pub fn diff(
         source,
     };
     match format {
-        Format::Text => render_text(old, new, outcome, out).map_err(out_err)?,
+        Format::Text => render_text(old, new, outcome, all, out).map_err(out_err)?,
         Format::Json => render_json(old, new, outcome, out).map_err(out_err)?,
         Format::Html => render_html(old, new, outcome, pywb, out).map_err(out_err)?,
     }
@@ -578,7 +582,30 @@ fn record_pair(o: &mut Outcome, old: &Capture, new: &Capture) -> io::Result<()> 
     let change = classify(old, new);
     let row = [new.url.as_str(), &old.timestamp, &new.timestamp];
     match change {
-        Change::Changed => o.changed.push(&row)?,
+        Change::Changed => {
+            // Where both captures are, for the HTML report's text comparison.
+            let place = |c: &Capture| {
+                let revisit = if c.revisit { "r" } else { "-" };
+                (
+                    c.filename.clone().unwrap_or_else(|| "-".into()),
+                    c.offset.map_or_else(|| "-".into(), |n| n.to_string()),
+                    revisit,
+                )
+            };
+            let (fa, oa, ra) = place(old);
+            let (fb, ob, rb) = place(new);
+            o.changed.push(&[
+                &new.url,
+                &old.timestamp,
+                &new.timestamp,
+                &fa,
+                &oa,
+                ra,
+                &fb,
+                &ob,
+                rb,
+            ])?
+        }
         _ => o.unchanged.push(&row)?,
     }
     let status_changed = match (&old.status, &new.status) {
@@ -635,7 +662,13 @@ fn host_of(url: &str) -> String {
 // ---------------------------------------------------------------------------------------------
 // Rendering
 
-fn render_text(old: &Crawl, new: &Crawl, o: Outcome, out: &mut dyn Write) -> io::Result<()> {
+fn render_text(
+    old: &Crawl,
+    new: &Crawl,
+    o: Outcome,
+    all: bool,
+    out: &mut dyn Write,
+) -> io::Result<()> {
     let t = o.total;
     writeln!(out, "archiver diff")?;
     writeln!(out, "  old: {}", old.label)?;
@@ -673,9 +706,18 @@ fn render_text(old: &Crawl, new: &Crawl, o: Outcome, out: &mut dyn Write) -> io:
         let (a, b) = (f.get(1).unwrap_or(&"-"), f.get(2).unwrap_or(&"-"));
         writeln!(out, "  ! {}  {a} -> {b}", f[0])
     })?;
-    section(out, "unchanged", o.unchanged, |out, f| {
-        writeln!(out, "  = {}", f[0])
-    })?;
+    // Changes only, unless asked: the unchanged pages are usually most of a crawl.
+    if all {
+        section(out, "unchanged", o.unchanged, |out, f| {
+            writeln!(out, "  = {}", f[0])
+        })?;
+    } else if o.unchanged.rows > 0 {
+        writeln!(
+            out,
+            "\nunchanged: {} (not listed; --all lists them)",
+            o.unchanged.rows
+        )?;
+    }
     Ok(())
 }
 
@@ -780,7 +822,79 @@ fn replay_link(pywb: Option<&str>, ts: &str, url: &str, label: &str) -> String {
 const HTML_STYLE: &str = "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}\
 td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}td:first-child,th:first-child\
 {text-align:left}li{font-family:monospace;margin:2px 0}.added{color:#060}.removed{color:#a00}\
-.changed{color:#a60}";
+.changed{color:#a60}del{background:#fdd;text-decoration:line-through}ins{background:#dfd;\
+text-decoration:none}.words{font-family:serif;margin:.3em 0 1em 1em;max-width:60em}\
+.cut{color:#888;font-style:italic}summary{cursor:pointer}";
+
+/// Changed pages compared word by word in the HTML report; past this, listed only (each costs
+/// reading two records from the WARCs).
+const MAX_COMPARED: u64 = 500;
+
+/// `20261130233813` → `2026-11-30 23:38:13`.
+fn capture_date(ts: &str) -> String {
+    if ts.len() < 14 || !ts.bytes().all(|b| b.is_ascii_digit()) {
+        return ts.to_string();
+    }
+    format!(
+        "{}-{}-{} {}:{}:{}",
+        &ts[..4],
+        &ts[4..6],
+        &ts[6..8],
+        &ts[8..10],
+        &ts[10..12],
+        &ts[12..14]
+    )
+}
+
+fn human_size(n: usize) -> String {
+    indicatif::HumanBytes(n as u64).to_string()
+}
+
+/// A changed page with how it changed, for the HTML report.
+struct ChangedPage {
+    url: String,
+    old_ts: String,
+    new_ts: String,
+    change: pages::PageChange,
+}
+
+/// Reads the changed rows and compares each page's two captures.
+fn compare_changed(old: &Crawl, new: &Crawl, spool: Spool) -> io::Result<Vec<ChangedPage>> {
+    let mut pages = Vec::new();
+    let mut n = 0u64;
+    spool.replay(|f| {
+        n += 1;
+        let field = |i: usize| f.get(i).copied().unwrap_or("-");
+        let capture = |ts: &str, file: &str, offset: &str, revisit: &str| Capture {
+            key: String::new(),
+            timestamp: ts.to_string(),
+            url: f[0].to_string(),
+            status: None,
+            digest: None,
+            revisit: revisit == "r",
+            filename: (file != "-").then(|| file.to_string()),
+            offset: offset.parse().ok(),
+            length: None,
+        };
+        let change = if n > MAX_COMPARED {
+            pages::PageChange::NotCompared(format!(
+                "only the first {MAX_COMPARED} changed pages are compared; use --url"
+            ))
+        } else {
+            let a = capture(field(1), field(3), field(4), field(5));
+            let b = capture(field(2), field(6), field(7), field(8));
+            pages::compare((old, &a), (new, &b))
+        };
+        pages.push(ChangedPage {
+            url: f[0].to_string(),
+            old_ts: field(1).to_string(),
+            new_ts: field(2).to_string(),
+            change,
+        });
+        Ok(())
+    })?;
+    Ok(pages)
+}
 
 fn render_html(
     old: &Crawl,
@@ -790,6 +904,19 @@ fn render_html(
     out: &mut dyn Write,
 ) -> io::Result<()> {
     let t = o.total;
+    let changed = compare_changed(old, new, o.changed)?;
+    let content: Vec<&ChangedPage> = changed
+        .iter()
+        .filter(|p| matches!(p.change, pages::PageChange::Content { .. }))
+        .collect();
+    let links_only: Vec<&ChangedPage> = changed
+        .iter()
+        .filter(|p| matches!(p.change, pages::PageChange::LinksOnly { .. }))
+        .collect();
+    let not_compared: Vec<&ChangedPage> = changed
+        .iter()
+        .filter(|p| matches!(p.change, pages::PageChange::NotCompared(_)))
+        .collect();
     writeln!(
         out,
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>archiver diff</title>\
@@ -801,6 +928,19 @@ fn render_html(
         "<p>old: <code>{}</code><br>new: <code>{}</code></p>",
         html_escape(&old.label),
         html_escape(&new.label)
+    )?;
+    writeln!(
+        out,
+        "<p><b>{}</b> added, <b>{}</b> removed, <b>{}</b> changed ({} content, {} only links, \
+         {} not compared), <b>{}</b> unchanged, <b>{}</b> status changes.</p>",
+        t.added,
+        t.removed,
+        t.changed,
+        content.len(),
+        links_only.len(),
+        not_compared.len(),
+        t.unchanged,
+        t.status_changes
     )?;
     writeln!(out, "<table><tr><th>host</th><th>added</th><th>removed</th><th>changed</th><th>unchanged</th><th>status changes</th></tr>")?;
     let mut rows: Vec<(String, Counts)> = o.hosts.iter().map(|(h, c)| (h.clone(), *c)).collect();
@@ -818,26 +958,93 @@ fn render_html(
         )?;
     }
     writeln!(out, "</table>")?;
-    // An added or removed URL has one capture: its replay link and its status.
+    // Both captures of a page: their dates, each linking to its own capture in replay.
+    let both = |url: &str, a: &str, b: &str| {
+        format!(
+            "{} &rarr; {}",
+            replay_link(pywb, a, url, &capture_date(a)),
+            replay_link(pywb, b, url, &capture_date(b))
+        )
+    };
+    writeln!(out, "<h2>Content changed ({})</h2>", content.len())?;
+    for p in &content {
+        if let pages::PageChange::Content { sizes, words } = &p.change {
+            writeln!(
+                out,
+                "<details open><summary><code>{}</code> {} ({} &rarr; {})</summary>\
+                 <div class=\"words\">{words}</div></details>",
+                html_escape(&p.url),
+                both(&p.url, &p.old_ts, &p.new_ts),
+                human_size(sizes.0),
+                human_size(sizes.1)
+            )?;
+        }
+    }
+    writeln!(out, "<h2>Only links changed ({})</h2>", links_only.len())?;
+    if !links_only.is_empty() {
+        writeln!(out, "<ul class=\"changed\">")?;
+    }
+    for p in &links_only {
+        if let pages::PageChange::LinksOnly {
+            sizes,
+            added,
+            removed,
+        } = &p.change
+        {
+            let list = |sign: &str, v: &[String]| -> String {
+                v.iter()
+                    .map(|l| format!(" {sign}<code>{}</code>", html_escape(l)))
+                    .collect()
+            };
+            let what = if added.is_empty() && removed.is_empty() {
+                " (only the markup changed)".to_string()
+            } else {
+                format!(":{}{}", list("+", added), list("&minus;", removed))
+            };
+            writeln!(
+                out,
+                "<li>{} {} ({} &rarr; {}){what}</li>",
+                html_escape(&p.url),
+                both(&p.url, &p.old_ts, &p.new_ts),
+                human_size(sizes.0),
+                human_size(sizes.1)
+            )?;
+        }
+    }
+    if !links_only.is_empty() {
+        writeln!(out, "</ul>")?;
+    }
+    if !not_compared.is_empty() {
+        writeln!(
+            out,
+            "<h2>Changed, text not compared ({})</h2>\n<ul class=\"changed\">",
+            not_compared.len()
+        )?;
+        for p in &not_compared {
+            if let pages::PageChange::NotCompared(why) = &p.change {
+                writeln!(
+                    out,
+                    "<li>{} {} ({})</li>",
+                    html_escape(&p.url),
+                    both(&p.url, &p.old_ts, &p.new_ts),
+                    html_escape(why)
+                )?;
+            }
+        }
+        writeln!(out, "</ul>")?;
+    }
+    // An added or removed URL has one capture: its replay link, date and status.
     let one_capture = |f: &[&str]| {
         let ts = f.get(1).unwrap_or(&"");
         format!(
-            "{} [{}]",
-            replay_link(pywb, ts, f[0], f[0]),
+            "{} {} [{}]",
+            html_escape(f[0]),
+            replay_link(pywb, ts, f[0], &capture_date(ts)),
             html_escape(f.get(2).unwrap_or(&"-"))
         )
     };
     html_section(out, "Added", "added", o.added, one_capture)?;
     html_section(out, "Removed", "removed", o.removed, one_capture)?;
-    html_section(out, "Changed", "changed", o.changed, |f| {
-        let (a, b) = (f.get(1).unwrap_or(&""), f.get(2).unwrap_or(&""));
-        format!(
-            "{} ({} &rarr; {})",
-            html_escape(f[0]),
-            replay_link(pywb, a, f[0], a),
-            replay_link(pywb, b, f[0], b)
-        )
-    })?;
     html_section(out, "Status changes", "changed", o.status, |f| {
         let (a, b) = (f.get(1).unwrap_or(&"-"), f.get(2).unwrap_or(&"-"));
         let (ta, tb) = (f.get(3).unwrap_or(&""), f.get(4).unwrap_or(&""));
@@ -848,10 +1055,21 @@ fn render_html(
             replay_link(pywb, tb, f[0], b)
         )
     })?;
-    html_section(out, "Unchanged", "", o.unchanged, |f| {
-        replay_link(pywb, f.get(2).unwrap_or(&""), f[0], f[0])
-    })?;
-    writeln!(out, "</body></html>")
+    // Unchanged pages are most of a crawl: collapsed, to be opened when wanted.
+    writeln!(
+        out,
+        "<details><summary><b>Unchanged ({})</b></summary>",
+        o.unchanged.rows
+    )?;
+    if o.unchanged.rows > 0 {
+        writeln!(out, "<ul>")?;
+        o.unchanged.replay(|f| {
+            let ts = f.get(2).unwrap_or(&"");
+            writeln!(out, "<li>{}</li>", replay_link(pywb, ts, f[0], f[0]))
+        })?;
+        writeln!(out, "</ul>")?;
+    }
+    writeln!(out, "</details>\n</body></html>")
 }
 
 fn html_section(
@@ -960,6 +1178,21 @@ fn resolve_revisit(
 /// The text of the capture: record read from its WARC, HTTP head split off, transfer and
 /// content codings undone, HTML turned into lines of text.
 fn page_text(crawl: &Crawl, c: &Capture, url: &str) -> Result<String, DiffError> {
+    let (mime, text, _) = page_source(crawl, c, url)?;
+    if mime.contains("html") || (mime.is_empty() && text.trim_start().starts_with('<')) {
+        Ok(html_text(&text))
+    } else {
+        Ok(text)
+    }
+}
+
+/// The decoded body of a text capture, read from its WARC: its MIME type (lower case), its
+/// text and its size in bytes. Captures that are not text are an error.
+pub(crate) fn page_source(
+    crawl: &Crawl,
+    c: &Capture,
+    url: &str,
+) -> Result<(String, String, usize), DiffError> {
     let page_err = |message: String| DiffError::Page {
         url: url.to_string(),
         message,
@@ -1004,14 +1237,13 @@ fn page_text(crawl: &Crawl, c: &Capture, url: &str) -> Result<String, DiffError>
         .unwrap_or_default()
         .to_ascii_lowercase();
     let text = decode_text(&decoded.bytes, &mime);
-    if mime.contains("html") || (mime.is_empty() && text.trim_start().starts_with('<')) {
-        Ok(html_text(&text))
-    } else if mime.starts_with("text/")
+    if mime.starts_with("text/")
+        || mime.contains("html")
         || mime.contains("json")
         || mime.contains("xml")
         || mime.is_empty()
     {
-        Ok(text)
+        Ok((mime, text, decoded.bytes.len()))
     } else {
         Err(page_err(format!("not a text page ({mime})")))
     }

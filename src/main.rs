@@ -164,6 +164,9 @@ enum Command {
         /// Instead of the report: the text diff of this page between its two captures.
         #[arg(long, value_name = "URL")]
         url: Option<String>,
+        /// Text report: list the unchanged pages too (by default only their count).
+        #[arg(long)]
+        all: bool,
     },
     /// Apply opt-out lists to archived WARCs, or turn them into pywb access rules.
     Optout {
@@ -282,12 +285,13 @@ fn main() -> ExitCode {
                 output,
                 pywb,
                 url,
+                all,
             }),
             _,
         ) => diff(
             &old,
             &new,
-            format,
+            (format, all),
             output.as_deref(),
             pywb.as_deref(),
             url.as_deref(),
@@ -679,7 +683,7 @@ fn write_atomically<T>(
 fn diff(
     old: &std::path::Path,
     new: &std::path::Path,
-    format: DiffFormat,
+    (format, all): (DiffFormat, bool),
     output: Option<&std::path::Path>,
     pywb: Option<&str>,
     url: Option<&str>,
@@ -706,7 +710,7 @@ fn diff(
     let run = |out: &mut dyn std::io::Write| -> std::io::Result<Result<(), d::DiffError>> {
         let result = match url {
             Some(url) => d::page_diff(&old, &new, url).map(|text| out.write_all(text.as_bytes())),
-            None => d::diff(&old, &new, format, pywb, out).map(|_| Ok(())),
+            None => d::diff(&old, &new, format, pywb, all, out).map(|_| Ok(())),
         };
         match result {
             Ok(written) => written.map(Ok),

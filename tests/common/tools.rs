@@ -185,14 +185,24 @@ pub struct Replay {
 impl Replay {
     /// Starts `tools/replay.sh OUT PORT` and waits (60 s at most) until pywb answers.
     pub fn start(out: &Path, log_dir: &Path) -> Replay {
+        Replay::start_many(&[out], log_dir)
+    }
+
+    /// Starts `tools/replay.sh OUT… PORT`: several crawls in one collection.
+    pub fn start_many(outs: &[&Path], log_dir: &Path) -> Replay {
+        Replay::start_in_venv(outs, log_dir, &venv(), 60)
+    }
+
+    /// The same with pywb taken from (or installed into) `venv`, waiting `wait_secs` for it.
+    pub fn start_in_venv(outs: &[&Path], log_dir: &Path, venv: &Path, wait_secs: u64) -> Replay {
         let port = free_port();
         let stdout_path = log_dir.join("replay.stdout");
         let stderr_path = log_dir.join("replay.stderr");
         let child = Command::new("bash")
             .arg(repo_root().join("tools/replay.sh"))
-            .arg(out)
+            .args(outs)
             .arg(port.to_string())
-            .env("ARCHIVER_VENV", venv())
+            .env("ARCHIVER_VENV", venv)
             .stdin(Stdio::null())
             .stdout(File::create(&stdout_path).expect("replay stdout"))
             .stderr(File::create(&stderr_path).expect("replay stderr"))
@@ -205,7 +215,7 @@ impl Replay {
             stdout_path,
             stderr_path,
         };
-        replay.wait_ready();
+        replay.wait_ready(Duration::from_secs(wait_secs));
         replay
     }
 
@@ -223,7 +233,7 @@ impl Replay {
         )
     }
 
-    fn wait_ready(&mut self) {
+    fn wait_ready(&mut self, limit: Duration) {
         let start = Instant::now();
         loop {
             if let Some(status) = self.child.try_wait().expect("try_wait") {
@@ -235,8 +245,8 @@ impl Replay {
                 }
             }
             assert!(
-                start.elapsed() < Duration::from_secs(60),
-                "pywb did not answer on {} within 60 s.\n{}",
+                start.elapsed() < limit,
+                "pywb did not answer on {} within {limit:?}.\n{}",
                 self.addr,
                 self.logs()
             );
