@@ -453,3 +453,53 @@ fn retry_after_becomes_the_floor_also_after_a_resume() {
     );
     assert!(gaps.len() >= 6, "{gaps:?}");
 }
+
+#[test]
+fn retry_after_on_robots_txt_sticks_too() {
+    let site = TestSite::start(
+        "127.0.0.1".parse().expect("ip"),
+        Arc::new(|req: &Request| match req.target.as_str() {
+            "/robots.txt" if req.earlier == 0 => response(
+                "503 Service Unavailable",
+                &[("Retry-After", "1"), ("Content-Type", "text/plain")],
+                b"busy",
+            ),
+            "/robots.txt" => response(
+                "200 OK",
+                &[("Content-Type", "text/plain")],
+                b"User-agent: *\n",
+            ),
+            "/" => html("<a href=/a.html>a</a> <a href=/b.html>b</a> <a href=/c.html>c</a>"),
+            p if p.ends_with(".html") => html("<p>page</p>"),
+            _ => not_found(),
+        }),
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let seed = format!("{}/", site.origin());
+    write_profile(dir.path(), &seed, "min_delay = 0.1\ndelay_factor = 0.0", "");
+    let run = run_archiver(&["crawl", "--profile", "p.toml"], dir.path(), "crawl");
+    assert_eq!(run.code, Some(0), "crawl failed: {}", run.stderr);
+    let all = site.exchanges();
+    let paths: Vec<&str> = all.iter().map(Exchange::path).collect();
+    assert_eq!(
+        paths,
+        [
+            "/robots.txt",
+            "/robots.txt",
+            "/",
+            "/a.html",
+            "/b.html",
+            "/c.html"
+        ],
+        "robots.txt asked again after its 503, then the pages"
+    );
+    for pair in all.windows(2) {
+        let gap = pair[1].arrived.saturating_duration_since(pair[0].finished);
+        assert!(
+            gap >= RETRY_AFTER,
+            "{} came {gap:?} after {} (Retry-After: 1 on robots.txt)",
+            pair[1].request.target,
+            pair[0].request.target
+        );
+    }
+}
