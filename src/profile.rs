@@ -73,7 +73,15 @@ impl ProfileError {
     }
 
     /// Sorts problems by line and makes the first one the head of the list.
-    fn from_many(mut errors: Vec<ProfileError>) -> Option<ProfileError> {
+    fn from_many(errors: Vec<ProfileError>) -> Option<ProfileError> {
+        // A problem may carry others (a table checked as a whole): one flat list.
+        let mut errors: Vec<ProfileError> = errors
+            .into_iter()
+            .flat_map(|mut e| {
+                let more = std::mem::take(&mut e.more);
+                std::iter::once(e).chain(more)
+            })
+            .collect();
         errors.sort_by_key(|e| (e.line == 0, e.line));
         let mut it = errors.into_iter();
         let mut first = it.next()?;
@@ -1080,16 +1088,21 @@ impl Checker<'_> {
         seeds: &[Url],
         resolve: &std::collections::HashMap<String, IpAddr>,
     ) -> Result<PolitenessSettings, ProfileError> {
-        let min_delay = self.seconds("politeness.min_delay", raw.min_delay)?;
-        let max_delay = self.seconds("politeness.max_delay", raw.max_delay)?;
-        let max_crawl_delay = self.seconds("politeness.max_crawl_delay", raw.max_crawl_delay)?;
+        // Every bad value of the table is reported, not only the first.
+        let mut errors = Vec::new();
+        let mut keep =
+            |r: Result<Duration, ProfileError>| r.map_err(|e| errors.push(e)).unwrap_or_default();
+        let min_delay = keep(self.seconds("politeness.min_delay", raw.min_delay));
+        let max_delay = keep(self.seconds("politeness.max_delay", raw.max_delay));
+        let max_crawl_delay = keep(self.seconds("politeness.max_crawl_delay", raw.max_crawl_delay));
+        let dns_cache = keep(self.seconds("politeness.dns_cache_seconds", raw.dns_cache_seconds));
         if !(raw.delay_factor.is_finite() && raw.delay_factor >= 0.0 && raw.delay_factor <= 1000.0)
         {
-            return Err(self.error("politeness.delay_factor", "must be a number from 0 to 1000"));
+            errors.push(self.error("politeness.delay_factor", "must be a number from 0 to 1000"));
         }
         if raw.min_delay < MIN_DELAY_FLOOR {
             if let Some(host) = seeds.iter().find(|u| !is_loopback_seed(u, resolve)) {
-                return Err(self.error(
+                errors.push(self.error(
                     "politeness.min_delay",
                     format!(
                         "{} s is below the {MIN_DELAY_FLOOR} s floor; a shorter delay is allowed only \
@@ -1100,38 +1113,47 @@ impl Checker<'_> {
             }
         }
         if max_delay < min_delay {
-            return Err(self.error("politeness.max_delay", "must not be less than min_delay"));
+            errors.push(self.error("politeness.max_delay", "must not be less than min_delay"));
         }
         let max_retries = u32::try_from(raw.max_retries)
             .ok()
             .filter(|&n| n <= 100)
-            .ok_or_else(|| self.error("politeness.max_retries", "must be from 0 to 100"))?;
+            .unwrap_or_else(|| {
+                errors.push(self.error("politeness.max_retries", "must be from 0 to 100"));
+                0
+            });
         let budget = match raw.budget.as_str() {
             "ip" => BudgetKind::Ip,
             "host" => BudgetKind::Host,
             other => {
-                return Err(self.error(
+                errors.push(self.error(
                     "politeness.budget",
                     format!("must be \"ip\" or \"host\", not {other:?}"),
-                ))
+                ));
+                BudgetKind::Ip
             }
         };
         let threshold = u32::try_from(raw.refusals_before_suspend)
             .ok()
             .filter(|&n| (1..=1000).contains(&n))
-            .ok_or_else(|| {
-                self.error(
+            .unwrap_or_else(|| {
+                errors.push(self.error(
                     "politeness.refusals_before_suspend",
                     "must be from 1 to 1000",
-                )
-            })?;
-        if !(raw.suspend_hours.is_finite() && (0.0..=24.0 * 365.0).contains(&raw.suspend_hours)) {
-            return Err(self.error(
+                ));
+                1
+            });
+        let hours_ok =
+            raw.suspend_hours.is_finite() && (0.0..=24.0 * 365.0).contains(&raw.suspend_hours);
+        if !hours_ok {
+            errors.push(self.error(
                 "politeness.suspend_hours",
                 "must be a number of hours from 0 to 8760",
             ));
         }
-        let dns_cache = self.seconds("politeness.dns_cache_seconds", raw.dns_cache_seconds)?;
+        if let Some(e) = ProfileError::from_many(errors) {
+            return Err(e);
+        }
         Ok(PolitenessSettings {
             min_delay,
             delay_factor: raw.delay_factor,
@@ -1517,14 +1539,17 @@ min_delay = 0.5
 
     #[test]
     fn every_problem_is_reported_at_once() {
-        let src = GOOD.replace("min_delay = 0.5", "min_delay = 0.5\nmax_retries = -1")
-            + "[output]\nprefix = \"a b\"\nwarc_version = \"2\"\n";
+        let src = GOOD.replace(
+            "min_delay = 0.5",
+            "min_delay = 0.5\nmax_retries = -1\nbudget = \"server\"",
+        ) + "[output]\nprefix = \"a b\"\nwarc_version = \"2\"\n";
         let e = parse(&src).unwrap_err();
         let keys: Vec<&str> = e.all().map(|e| e.key.as_str()).collect();
         assert_eq!(
             keys,
             [
                 "politeness.max_retries",
+                "politeness.budget",
                 "output.prefix",
                 "output.warc_version"
             ],
