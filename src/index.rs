@@ -29,6 +29,7 @@ use std::sync::mpsc;
 use flate2::{Crc, Decompress, FlushDecompress, Status};
 use sha1::{Digest, Sha1};
 
+use crate::arc;
 use crate::cdx::{self, CdxRecord};
 use crate::spool::sha1_label;
 
@@ -58,6 +59,9 @@ const HELD_INPUT: u64 = 8;
 /// Compressed bytes looked at per read while skimming.
 const SKIM_CHUNK: usize = 1024 * 1024;
 
+/// The `version` of heads read from ARC records.
+const ARC_VERSION: &str = "ARC/1.0";
+
 /// The WARC versions warcio accepts on a record's first line (compared upper-cased).
 const WARC_VERSIONS: [&str; 4] = ["WARC/1.1", "WARC/1.0", "WARC/0.17", "WARC/0.18"];
 
@@ -66,7 +70,7 @@ const WARC_VERSIONS: [&str; 4] = ["WARC/1.1", "WARC/1.0", "WARC/0.17", "WARC/0.1
 pub enum IndexError {
     #[error("{}: {source}", .path.display())]
     Io { path: PathBuf, source: io::Error },
-    #[error("{}: not a WARC file (it starts with {start:?})", .path.display())]
+    #[error("{}: not a WARC or ARC file (it starts with {start:?})", .path.display())]
     NotWarc { path: PathBuf, start: String },
     #[error(
         "{}: the gzip member at offset {offset} holds more than one record, so records have no \
@@ -117,6 +121,20 @@ pub struct WarcHead {
 }
 
 impl WarcHead {
+    /// Whether the record came from an ARC file (its fields are warcio's WARC rendering).
+    pub fn is_arc(&self) -> bool {
+        self.version == ARC_VERSION
+    }
+
+    /// What follows the block of this record: a newline in ARC, two CRLFs in WARC.
+    fn trailer_len(&self) -> u64 {
+        if self.is_arc() {
+            1
+        } else {
+            4
+        }
+    }
+
     /// The first field called `name` (case-insensitive), as warcio's `get_header`.
     pub fn get(&self, name: &str) -> Option<&str> {
         self.fields
@@ -719,7 +737,7 @@ fn read_head(r: &mut dyn BufRead) -> io::Result<HeadRead> {
     };
     let upper = first.to_ascii_uppercase();
     if !WARC_VERSIONS.iter().any(|v| upper.starts_with(v)) {
-        return Ok(HeadRead::NotWarc(first.chars().take(40).collect()));
+        return read_arc_head(&first, r);
     }
     let mut fields: Vec<(String, String)> = Vec::new();
     let mut current: Option<(String, String)> = None;
@@ -760,6 +778,25 @@ fn read_head(r: &mut dyn BufRead) -> io::Result<HeadRead> {
     Ok(HeadRead::Head(WarcHead {
         version: first,
         fields,
+    }))
+}
+
+/// An ARC record's head, as warcio turns it into WARC headers (see [`crate::arc`]); the
+/// version block's two extra lines are read here too. `NotWarc` when `first` is no ARC line.
+fn read_arc_head(first: &str, r: &mut dyn BufRead) -> io::Result<HeadRead> {
+    let Some(arc) = arc::parse_header_line(first) else {
+        return Ok(HeadRead::NotWarc(first.chars().take(40).collect()));
+    };
+    let mut extra = 0;
+    if arc.is_filedesc() {
+        let mut buf = Vec::new();
+        for _ in 0..2 {
+            extra += read_line(r, &mut buf)? as u64;
+        }
+    }
+    Ok(HeadRead::Head(WarcHead {
+        version: ARC_VERSION.to_string(),
+        fields: arc.warc_fields(extra),
     }))
 }
 
@@ -1170,7 +1207,7 @@ impl Walker<'_> {
         // search from there would only find a later member of the same size.
 
         if limit != u64::MAX && remaining >= SKIM_MIN && !self.inflater.done {
-            let expected = self.inflater.out_pos() + remaining + 4;
+            let expected = self.inflater.out_pos() + remaining + head.trailer_len();
             if let Some(end) = self.member_end(offset, expected).map_err(damage)? {
                 self.src.seek_to(end).map_err(damage)?;
                 let length = end - offset;

@@ -4,6 +4,7 @@
 //! extract → scope → warc/cdx → crawllog/report; `crawl` drives them.
 
 pub mod about;
+pub mod arc;
 pub mod canon;
 pub mod cdx;
 pub mod crawl;

@@ -542,3 +542,106 @@ fn the_merged_records_regression_fixture_indexes_like_cdxj_indexer() {
     assert_eq!(ours.lines().count(), 3601);
     assert_eq!(ours, cdxj_indexer(&[&path]));
 }
+
+/// pywb 2.10.0's `sample_archive/warcs` (WARCs and ARCs from many tools, some damaged),
+/// unpacked at test time from pywb's source distribution on PyPI, which ships them (warcio
+/// 1.8.1's does not ship its `test/data`). The sdist is cached in `target/sdist/`; pip fetches
+/// it when missing.
+fn pywb_samples(dir: &Path) -> PathBuf {
+    let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/sdist");
+    let sdist = cache.join("pywb-2.10.0.tar.gz");
+    if !sdist.exists() {
+        let pip = venv().join("bin").join("pip");
+        let cache_arg = cache.display().to_string();
+        let mut cmd = Command::new(pip);
+        cmd.args([
+            "download",
+            "--disable-pip-version-check",
+            "--no-binary",
+            ":all:",
+            "--no-deps",
+            "pywb==2.10.0",
+            "-d",
+            &cache_arg,
+        ]);
+        let out = run(cmd, 300);
+        assert!(out.status.success(), "pip download pywb: {}", stderr(&out));
+    }
+    let script = format!(
+        "import tarfile\nwith tarfile.open({:?}) as t:\n    \
+         t.extractall('.', members=[m for m in t.getmembers() \
+         if m.name.startswith('pywb-2.10.0/sample_archive/warcs/') and m.isfile()])\n",
+        sdist.display().to_string()
+    );
+    python(&script, dir);
+    dir.join("pywb-2.10.0/sample_archive/warcs")
+}
+
+#[test]
+fn pywb_sample_warcs_and_arcs_index_like_cdxj_indexer() {
+    let dir = tempfile::tempdir().unwrap();
+    let samples = pywb_samples(dir.path());
+    let mut names: Vec<String> = fs::read_dir(&samples)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert!(names.iter().any(|n| n.ends_with(".arc")), "{names:?}");
+    assert!(names.iter().any(|n| n.ends_with(".arc.gz")), "{names:?}");
+    let mut compared = 0;
+    for name in &names {
+        let path = samples.join(name);
+        let path_arg = path.display().to_string();
+        let mut cmd = Command::new(venv().join("bin").join("cdxj-indexer"));
+        cmd.args(["--sort", &path_arg]);
+        let theirs = run(cmd, 120);
+        let ours = archiver(&["index", &path_arg]);
+        // Never a panic, whatever the file holds.
+        assert!(
+            !stderr(&ours).contains("panicked") && ours.status.code().is_some_and(|c| c <= 2),
+            "{name}: {}",
+            stderr(&ours)
+        );
+        if !theirs.status.success() {
+            continue;
+        }
+        assert_eq!(stdout(&ours), stdout(&theirs), "{name}");
+        compared += 1;
+    }
+    // Every file but the one cdxj-indexer cannot read either (example-bad.warc.gz.bad).
+    assert!(compared >= names.len() - 1, "{compared} of {names:?}");
+}
+
+#[test]
+fn an_arc_crawl_diffs_against_a_warc_crawl() {
+    let dir = tempfile::tempdir().unwrap();
+    let samples = pywb_samples(dir.path());
+    // pywb's example.arc.gz: http://example.com/ in 2014. Today's crawl: the same page, changed.
+    let today = dir.path().join("today");
+    write_crawl(
+        &today,
+        "NEW",
+        Utc.with_ymd_and_hms(2026, 11, 30, 0, 0, 0).unwrap(),
+        &[Cap::Page(
+            "http://example.com/",
+            200,
+            "<html><body><p>A new example page.</p></body></html>",
+        )],
+    );
+    let arc = samples.join("example.arc.gz").display().to_string();
+    let today_arg = today.display().to_string();
+    let out = archiver(&["diff", &arc, &today_arg, "--format", "json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(
+        report["changed"],
+        serde_json::json!(["http://example.com/"]),
+        "{report}"
+    );
+    // The old page's text is read out of the ARC record.
+    let out = archiver(&["diff", &arc, &today_arg, "--url", "http://example.com/"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("-Example Domain"), "{text}");
+    assert!(text.contains("+A new example page."), "{text}");
+}
