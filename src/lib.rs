@@ -28,4 +28,5 @@ pub mod scope;
 pub mod spool;
 pub mod store;
 pub mod traps;
+pub mod verify;
 pub mod warc;

@@ -168,6 +168,17 @@ enum Command {
         #[arg(long)]
         all: bool,
     },
+    /// Check WARC (and ARC) files against WARC 1.1: headers, lengths, digests (payload
+    /// de-chunked), unique record IDs, link targets, revisit originals, one gzip member per
+    /// record. Exit 0 when clean, 1 with problems, 2 when a file cannot be read.
+    Verify {
+        /// WARC/ARC files, or folders to search (with their sub-folders).
+        #[arg(required = true, value_name = "WARC|DIR")]
+        warcs: Vec<PathBuf>,
+        /// CDXJ files where revisits' originals may be (e.g. the collection's index).
+        #[arg(long, value_name = "CDXJ", action = clap::ArgAction::Append)]
+        index: Vec<PathBuf>,
+    },
     /// Apply opt-out lists to archived WARCs, or turn them into pywb access rules.
     Optout {
         #[command(subcommand)]
@@ -297,6 +308,7 @@ fn main() -> ExitCode {
             url.as_deref(),
         ),
         (Some(Command::Optout { command }), _) => optout(command),
+        (Some(Command::Verify { warcs, index }), _) => verify(&warcs, &index),
         (None, None) => {
             eprintln!("archiver: nothing to do; try `archiver crawl --profile FILE` or --help");
             ExitCode::from(2)
@@ -793,5 +805,52 @@ fn optout(command: OptoutCommand) -> ExitCode {
                 }
             }
         }
+    }
+}
+
+/// `archiver verify`: one line per problem, notes, a summary; exit 0 clean, 1 problems, 2 when
+/// an input cannot be read.
+fn verify(inputs: &[PathBuf], indexes: &[PathBuf]) -> ExitCode {
+    use archiver::verify::{self as v, KnownCaptures};
+    let found = match archiver::index::find_archives(inputs) {
+        Ok(found) => found,
+        Err(e) => {
+            eprintln!("archiver: verify: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let known = match KnownCaptures::load(indexes) {
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("archiver: verify: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let report = v::verify(&found.files, &known);
+    let mut text = String::new();
+    for p in &report.problems {
+        text.push_str(&format!("{p}\n"));
+    }
+    for n in &report.notes {
+        text.push_str(&format!("note: {n}\n"));
+    }
+    for e in &report.unreadable {
+        text.push_str(&format!("unreadable: {e}\n"));
+    }
+    for open in &found.open {
+        text.push_str(&format!(
+            "note: {}: skipped (still being written)\n",
+            open.display()
+        ));
+    }
+    text.push_str(&report.summary());
+    text.push('\n');
+    print!("{text}");
+    if !report.unreadable.is_empty() {
+        ExitCode::from(2)
+    } else if !report.problems.is_empty() {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
     }
 }

@@ -391,6 +391,8 @@ pub enum Cap<'a> {
     Page(&'a str, u16, &'a str),
     /// A revisit: its url, the original's url and record, the (same) body.
     Revisit(&'a str, &'a str, &'a Written, &'a str),
+    /// url, body: a 200 answer sent with `Transfer-Encoding: chunked` (two chunks).
+    Chunked(&'a str, &'a str),
 }
 
 /// A crawl output folder (`warcs/`, `indexes/`) written with the library's WARC writer.
@@ -404,6 +406,18 @@ pub fn response_bytes(status: u16, body: &str) -> Vec<u8> {
     format!(
         "HTTP/1.1 {status} X\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
+    )
+    .into_bytes()
+}
+
+/// The HTTP response bytes of a page sent in two chunks.
+pub fn chunked_response_bytes(body: &str) -> Vec<u8> {
+    let (a, b) = body.split_at(body.len() / 2);
+    format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nTransfer-Encoding: chunked\r\n\r\n\
+         {:x}\r\n{a}\r\n{:x}\r\n{b}\r\n0\r\n\r\n",
+        a.len(),
+        b.len()
     )
     .into_bytes()
 }
@@ -423,8 +437,12 @@ pub fn write_crawl(out: &Path, prefix: &str, date: DateTime<Utc>, caps: &[Cap<'_
     let mut written = Vec::new();
     for cap in caps {
         match cap {
-            Cap::Page(url, status, body) => {
-                let bytes = response_bytes(*status, body);
+            Cap::Page(_, _, _) | Cap::Chunked(_, _) => {
+                let (url, bytes, body) = match cap {
+                    Cap::Page(url, status, body) => (*url, response_bytes(*status, body), *body),
+                    Cap::Chunked(url, body) => (*url, chunked_response_bytes(body), *body),
+                    Cap::Revisit(..) => unreachable!(),
+                };
                 let mut spool = Spool::new(1 << 20);
                 spool.append(&bytes).expect("spool");
                 let request = "GET / HTTP/1.1\r\nHost: x\r\nUser-Agent: t\r\n\r\n";
