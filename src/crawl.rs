@@ -388,6 +388,10 @@ impl Crawler {
         if let Some(why) = lock(&self.fatal).take() {
             anyhow::bail!("the crawl stopped: {why}");
         }
+        // Only a crawl that ended: an interrupted one is resumed, and would pack again.
+        if self.profile.wacz && !stats.interrupted {
+            self.write_wacz()?;
+        }
         Ok(stats)
     }
 
@@ -415,6 +419,46 @@ impl Crawler {
 
     fn stopped(&self) -> bool {
         self.stopping.load(Ordering::SeqCst)
+    }
+
+    /// `[output] wacz = true`: the crawl packed as `OUT/NAME.wacz`, opening at the first seed.
+    fn write_wacz(&self) -> anyhow::Result<()> {
+        let p = &self.profile;
+        let name: String = p
+            .name
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let output = p.output_dir.join(format!("{name}.wacz"));
+        let opts = crate::wacz::WaczOptions {
+            crawl_dir: p.output_dir.clone(),
+            output: output.clone(),
+            title: Some(p.name.clone()),
+            main_page: p.seeds.first().map(|s| s.to_string()),
+        };
+        match crate::wacz::write(&opts) {
+            Ok(r) => {
+                self.runlog.line(&format!(
+                    "wacz: {} ({} WARC files, {} pages, {} bytes)",
+                    output.display(),
+                    r.warcs,
+                    r.pages,
+                    r.bytes
+                ));
+                Ok(())
+            }
+            Err(e) => {
+                self.runlog
+                    .line(&format!("wacz: cannot write {}: {e}", output.display()));
+                anyhow::bail!("the crawl ended, but its WACZ could not be written: {e}")
+            }
+        }
     }
 }
 

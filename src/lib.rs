@@ -29,4 +29,5 @@ pub mod spool;
 pub mod store;
 pub mod traps;
 pub mod verify;
+pub mod wacz;
 pub mod warc;

@@ -179,6 +179,21 @@ enum Command {
         #[arg(long, value_name = "CDXJ", action = clap::ArgAction::Append)]
         index: Vec<PathBuf>,
     },
+    /// Pack a crawl as a WACZ 1.1.1 file (WARCs stored byte for byte, one CDXJ, a page
+    /// list, datapackage.json), for ReplayWeb.page, Browsertrix or pywb.
+    Wacz {
+        /// The crawl's output folder.
+        crawl: PathBuf,
+        /// The WACZ file to write.
+        #[arg(short, long, value_name = "FILE.wacz")]
+        output: PathBuf,
+        /// The package title (default: the crawl folder's name).
+        #[arg(long)]
+        title: Option<String>,
+        /// The page replay opens first (default: the first page captured).
+        #[arg(long, value_name = "URL")]
+        main_page: Option<String>,
+    },
     /// Apply opt-out lists to archived WARCs, or turn them into pywb access rules.
     Optout {
         #[command(subcommand)]
@@ -309,6 +324,20 @@ fn main() -> ExitCode {
         ),
         (Some(Command::Optout { command }), _) => optout(command),
         (Some(Command::Verify { warcs, index }), _) => verify(&warcs, &index),
+        (
+            Some(Command::Wacz {
+                crawl,
+                output,
+                title,
+                main_page,
+            }),
+            _,
+        ) => wacz(archiver::wacz::WaczOptions {
+            crawl_dir: crawl,
+            output,
+            title,
+            main_page,
+        }),
         (None, None) => {
             eprintln!("archiver: nothing to do; try `archiver crawl --profile FILE` or --help");
             ExitCode::from(2)
@@ -852,5 +881,38 @@ fn verify(inputs: &[PathBuf], indexes: &[PathBuf]) -> ExitCode {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+/// `archiver wacz`: exit 0 with the file written, 2 when the crawl folder holds no WARC, 1 for
+/// anything else (the file is then not written).
+fn wacz(opts: archiver::wacz::WaczOptions) -> ExitCode {
+    use archiver::wacz::WaczError;
+    match archiver::wacz::write(&opts) {
+        Ok(r) => {
+            for open in &r.skipped_open {
+                eprintln!(
+                    "archiver: wacz: skipped {} (still being written)",
+                    open.display()
+                );
+            }
+            eprintln!(
+                "archiver: wacz: {}: {} WARC files, {} index lines, {} pages, {} bytes",
+                opts.output.display(),
+                r.warcs,
+                r.index_lines,
+                r.pages,
+                r.bytes
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e @ (WaczError::Input(_) | WaczError::NoWarcs(_))) => {
+            eprintln!("archiver: wacz: {e}");
+            ExitCode::from(2)
+        }
+        Err(e) => {
+            eprintln!("archiver: wacz: {e}");
+            ExitCode::FAILURE
+        }
     }
 }

@@ -309,6 +309,7 @@ struct RawOutput {
     prefix: String,
     warc_max_bytes: i64,
     warc_version: String,
+    wacz: bool,
 }
 
 impl Default for RawOutput {
@@ -318,6 +319,7 @@ impl Default for RawOutput {
             prefix: "ARCHIVER".to_string(),
             warc_max_bytes: 1_000_000_000,
             warc_version: "1.1".to_string(),
+            wacz: false,
         }
     }
 }
@@ -376,6 +378,8 @@ pub struct Profile {
     pub prefix: String,
     pub warc_max_bytes: u64,
     pub warc_version: WarcVersion,
+    /// Pack the crawl as `OUT/NAME.wacz` when it ends.
+    pub wacz: bool,
 }
 
 /// What is in scope.
@@ -514,7 +518,7 @@ impl Profile {
                           [politeness]\nmin_delay = {}\ndelay_factor = {}\nmax_delay = {}\nmax_crawl_delay = {}\nmax_retries = {}\n\
              budget = {:?}\nrefusals_before_suspend = {}\nsuspend_hours = {}\ndns_cache_seconds = {}\n\n\
              [robots]\nobey = {}\nreason = {:?}\n# robots.txt product token: {}\n\n[limits]\nmax_body_bytes = {}\ntimeout = {}\n\n\
-             [output]\ndir = {:?}\nprefix = {:?}\nwarc_max_bytes = {}\nwarc_version = {:?}\n",
+             [output]\ndir = {:?}\nprefix = {:?}\nwarc_max_bytes = {}\nwarc_version = {:?}\nwacz = {}\n",
             self.path.display(),
             self.name,
             seeds.join(", "),
@@ -553,6 +557,7 @@ impl Profile {
                 WarcVersion::V1_0 => "1.0",
                 WarcVersion::V1_1 => "1.1",
             },
+            self.wacz,
         ) + &self.describe_dedup()
             + &self.describe_traps()
             + &self.describe_resolve()
@@ -977,6 +982,7 @@ impl Checker<'_> {
             prefix: out.prefix.clone(),
             warc_max_bytes,
             warc_version,
+            wacz: out.wacz,
         })
     }
 

@@ -768,6 +768,18 @@ fn is_chunked(head: &[u8]) -> bool {
     })
 }
 
+/// The body without its chunked framing; a body that is not chunked after all comes back as
+/// it is.
+pub fn dechunk(body: &[u8]) -> Vec<u8> {
+    let mut d = Dechunker::default();
+    let mut out = Vec::with_capacity(body.len());
+    d.feed(body, |piece| out.extend_from_slice(piece));
+    if d.unframed() {
+        return body.to_vec();
+    }
+    out
+}
+
 /// Removes chunked framing (RFC 9112 §7.1) from a stream fed piece by piece.
 #[derive(Default)]
 struct Dechunker {

@@ -1286,11 +1286,16 @@ fn a_malformed_robots_txt_does_not_stop_the_crawl() {
     let site = TestSite::start(ip("127.0.0.1"), pages::garbage_robots_site());
     let dir = tempfile::tempdir().expect("tmp");
     let seed = format!("{}/", site.origin());
+    // Also packed as a WACZ when it ends ([output] wacz = true).
     let profile = profile_toml(&ProfileOptions {
         name: "e2e-garbage-robots",
         seeds: std::slice::from_ref(&seed),
         embeds_off_site: false,
-    });
+    })
+    .replace(
+        "warc_version = \"1.1\"\n",
+        "warc_version = \"1.1\"\nwacz = true\n",
+    );
     let f = write_file(dir.path(), "profile.toml", &profile);
     let r = run_archiver(
         &["crawl", "--profile", f.to_str().expect("utf-8")],
@@ -1317,4 +1322,12 @@ fn a_malformed_robots_txt_does_not_stop_the_crawl() {
         lines.iter().any(|l| l.uri == seed),
         "no crawl.log line for the seed {seed}"
     );
+    let wacz = dir.path().join("out/e2e-garbage-robots.wacz");
+    let mut zip =
+        zip::ZipArchive::new(std::fs::File::open(&wacz).expect("the WACZ")).expect("a ZIP");
+    assert!(zip.file_names().any(|n| n.starts_with("archive/")));
+    let package: serde_json::Value =
+        serde_json::from_reader(zip.by_name("datapackage.json").expect("datapackage.json"))
+            .expect("JSON");
+    assert_eq!(package["mainPageUrl"], seed.as_str(), "{package}");
 }

@@ -255,7 +255,7 @@ fn damage_is_reported_with_its_offset_and_the_rest_indexed() {
         "{err}"
     );
     assert!(err.contains("truncated.warc: offset "), "{err}");
-    assert!(err.contains("notes.warc: not a WARC file"), "{err}");
+    assert!(err.contains("notes.warc: not a WARC or ARC file"), "{err}");
     assert!(err.contains("warcio recompress"), "{err}");
     // Every other record of the damaged file is still there, exactly as before.
     let got = stdout(&out);

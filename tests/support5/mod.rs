@@ -337,6 +337,11 @@ impl Pywb {
             config.push_str(&format!("    acl_paths: [{}]\n", quote(acl)));
         }
         fs::write(dir.path().join("config.yaml"), config).expect("config.yaml");
+        Pywb::start_in(dir)
+    }
+
+    /// wayback in `dir`, a folder prepared with `wb-manager` (its collection must be `c`).
+    pub fn start_in(dir: tempfile::TempDir) -> Pywb {
         let port = free_port();
         let log = File::create(dir.path().join("pywb.log")).expect("log");
         let child = Command::new(venv().join("bin").join("wayback"))
