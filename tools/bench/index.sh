@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # tools/bench/index.sh: `archiver index` against `cdxj-indexer --sort` on the same generated
-# gzip WARCs (about 1 GB by default), in one run: MB/s of compressed WARC for each, and a check
-# that both wrote the same CDXJ. A measurement, not a test: nothing fails on a slow number.
+# gzip WARCs (about 1 GB by default) and on a real crawl of small pages (about 150 MB), in one
+# run: MB/s of compressed WARC for each, and a check that both wrote the same CDXJ. A measurement, not a test: nothing fails on a slow number.
 #
 # Usage: tools/bench/index.sh             (from any folder)
 # Environment:
 #   BENCH_INDEX_MB=N     total size of the generated WARCs in MB (default 1024)
 #   BENCH_INDEX_FILES=N  how many WARC files (default 8; archiver indexes files in parallel)
+#   BENCH_INDEX_REAL_COPIES=N  copies of the small-page crawl fixture in the second input
+#                        (default 13: about 150 MB)
 #   BENCH_NO_BUILD=1     skip `cargo build --release`
 #   ARCHIVER_VENV        the venv with cdxj-indexer (default <repo>/.venv, see tools/test.sh)
 #   CARGO_TARGET_DIR     honoured as cargo does
@@ -189,3 +191,35 @@ CPU_RATIO=$(awk "BEGIN{ if ($A_CPU > 0) printf \"%.1f\", $P_CPU/$A_CPU; else pri
     echo "archiver ${SPEEDUP}x faster by the clock, ${CPU_RATIO}x less CPU; output $SAME"
 } | tee "$OUT/results.md"
 [[ "$SAME" == identical* ]] || exit 1
+
+# The same on a real crawl of small pages: this crawler's WARC of a documentation site
+# (tests/data/warc/index-merge.warc.gz, 11.7 MB, 3,601 pages) concatenated REAL_COPIES times into
+# one file (gzip members and WARC records simply follow each other; about 150 MB by default).
+REAL_COPIES="${BENCH_INDEX_REAL_COPIES:-13}"
+REAL="$OUT/real/small-pages.warc.gz"
+mkdir -p "$OUT/real"
+if [[ "$(cat "$OUT/real/.generated" 2>/dev/null)" != "copies=$REAL_COPIES" ]]; then
+    rm -f "$REAL"
+    for _ in $(seq "$REAL_COPIES"); do cat "$REPO/tests/data/warc/index-merge.warc.gz"; done > "$REAL"
+    echo "copies=$REAL_COPIES" > "$OUT/real/.generated"
+fi
+cat "$REAL" > /dev/null
+RBYTES=$(wc -c < "$REAL")
+read -r RA_SECS RA_CPU RA_RSS < <(measure archiver-real "$BIN" index "$REAL" -o "$OUT/archiver-real.cdxj")
+read -r RP_SECS RP_CPU RP_RSS < <(measure cdxj-indexer-real "$VENV/bin/cdxj-indexer" --sort "$REAL" -o "$OUT/cdxj-indexer-real.cdxj")
+if cmp -s "$OUT/archiver-real.cdxj" "$OUT/cdxj-indexer-real.cdxj"; then
+    RSAME="identical ($(wc -l < "$OUT/archiver-real.cdxj") lines)"
+else
+    RSAME="DIFFERENT (see diff $OUT/archiver-real.cdxj $OUT/cdxj-indexer-real.cdxj)"
+fi
+RSPEEDUP=$(awk "BEGIN{ if ($RA_SECS > 0) printf \"%.1f\", $RP_SECS/$RA_SECS; else print \"inf\" }")
+{
+    echo
+    echo "| small pages ($(awk "BEGIN{printf \"%.1f\", $RBYTES/1048576}") MB, one file) | wall (s) | MB/s (wall) | CPU (s) | peak RSS (MB) |"
+    echo "| --- | --- | --- | --- | --- |"
+    echo "| archiver index | $RA_SECS | $(rate "$RBYTES" "$RA_SECS") | $RA_CPU | $RA_RSS |"
+    echo "| cdxj-indexer --sort | $RP_SECS | $(rate "$RBYTES" "$RP_SECS") | $RP_CPU | $RP_RSS |"
+    echo
+    echo "small pages: archiver ${RSPEEDUP}x faster by the clock; output $RSAME"
+} | tee -a "$OUT/results.md"
+[[ "$RSAME" == identical* ]] || exit 1
