@@ -216,11 +216,25 @@ pub fn walk_skimming<V: Visitor>(path: &Path, visitor: &mut V) -> Result<(), Ind
 }
 
 fn walk_with<V: Visitor>(path: &Path, visitor: &mut V, skim: bool) -> Result<(), IndexError> {
+    walk_range(path, visitor, skim, 0, u64::MAX).map(|_| ())
+}
+
+/// Walks the records that start in `start..stop` (`start` must be where a gzip member
+/// starts); returns where the walk stopped: the end of the last record read (the start of the
+/// first record at or after `stop`, when it stopped there).
+fn walk_range<V: Visitor>(
+    path: &Path,
+    visitor: &mut V,
+    skim: bool,
+    start: u64,
+    stop: u64,
+) -> Result<u64, IndexError> {
     let io_err = |source| IndexError::Io {
         path: path.to_path_buf(),
         source,
     };
     let mut src = Source::open(path).map_err(io_err)?;
+    src.seek_to(start).map_err(io_err)?;
     let skim = if skim {
         let file = File::open(path).map_err(io_err)?;
         let len = file.metadata().map_err(io_err)?.len();
@@ -240,15 +254,18 @@ fn walk_with<V: Visitor>(path: &Path, visitor: &mut V, skim: bool) -> Result<(),
         src,
         inflater: Inflater::new(),
         pending: None,
-        records: 0,
+        // A walk from inside the file follows records already found.
+        records: u64::from(start > 0),
         skim,
         skim_buf: vec![0; SKIM_CHUNK],
+        stop,
     };
     if gzip {
-        walker.walk_gzip(visitor)
+        walker.walk_gzip(visitor)?;
     } else {
-        walker.walk_plain(visitor)
+        walker.walk_plain(visitor)?;
     }
+    Ok(walker.src.pos)
 }
 
 /// Reads the one record starting at `offset` (as a CDXJ line gives it): its head and up to
@@ -410,46 +427,208 @@ pub struct IndexReport {
     pub failed: Vec<IndexError>,
 }
 
+/// One piece of work for an indexing thread: a whole file, or one part of a large file split
+/// at gzip member boundaries (so that one big WARC uses every core too).
+struct Job {
+    file: usize,
+    start: u64,
+    stop: u64,
+    /// `Some((part, parts))` when the file is split.
+    part: Option<(usize, usize)>,
+}
+
+/// Files at least this large are split when there are fewer files than threads...
+const SPLIT_MIN: u64 = 32 * 1024 * 1024;
+/// ...and at most this large: a part's lines are held until its neighbours confirm the split.
+const SPLIT_MAX: u64 = 2 * 1024 * 1024 * 1024;
+
+/// The jobs for `paths` on `threads` threads.
+fn plan_jobs(paths: &[PathBuf], threads: usize, split_min: u64) -> Vec<Job> {
+    let mut jobs = Vec::new();
+    for (file, path) in paths.iter().enumerate() {
+        let splits = if paths.len() < threads {
+            split_points(path, threads, split_min)
+        } else {
+            Vec::new()
+        };
+        if splits.is_empty() {
+            jobs.push(Job {
+                file,
+                start: 0,
+                stop: u64::MAX,
+                part: None,
+            });
+            continue;
+        }
+        let parts = splits.len() + 1;
+        let mut bounds = vec![0];
+        bounds.extend(&splits);
+        bounds.push(u64::MAX);
+        for k in 0..parts {
+            jobs.push(Job {
+                file,
+                start: bounds[k],
+                stop: bounds[k + 1],
+                part: Some((k, parts)),
+            });
+        }
+    }
+    jobs
+}
+
+/// Offsets that split a large gzip WARC into about `n` parts, each the start of a gzip member
+/// that holds a WARC record head. Empty when the file is small, plain, ARC, or no such member
+/// turns up.
+fn split_points(path: &Path, n: usize, split_min: u64) -> Vec<u64> {
+    let Ok(len) = std::fs::metadata(path).map(|m| m.len()) else {
+        return Vec::new();
+    };
+    if !(split_min..=SPLIT_MAX).contains(&len) || n < 2 {
+        return Vec::new();
+    }
+    let gzip = Source::open(path)
+        .and_then(|mut s| Ok(s.peek()?.starts_with(&[0x1f, 0x8b])))
+        .unwrap_or(false);
+    if !gzip {
+        return Vec::new();
+    }
+    let mut points = Vec::new();
+    for k in 1..n {
+        let Some(at) = member_near(path, len / n as u64 * k as u64) else {
+            continue;
+        };
+        if points.last().is_none_or(|&last| at > last) {
+            points.push(at);
+        }
+    }
+    points
+}
+
+/// The first offset at or after `from` where a gzip member starts whose record reads as a WARC
+/// head (looked for in the next 4 MiB).
+fn member_near(path: &Path, from: u64) -> Option<u64> {
+    let mut src = Source::open(path).ok()?;
+    let mut at = from;
+    let limit = from + 4 * 1024 * 1024;
+    while at < limit {
+        let found = src.find(at, &[0x1f, 0x8b, 0x08], false).ok()??;
+        if let Ok((head, _)) = read_record_at(path, found, 0) {
+            if !head.is_arc() && head.record_type().is_some() {
+                return Some(found);
+            }
+        }
+        at = found + 1;
+    }
+    None
+}
+
 /// One message from an indexing thread.
 enum Msg {
     Lines(Vec<String>),
     Problem(PathBuf, Problem),
     Failed(IndexError),
     Indexed,
+    /// A part of a split file: held until every part is in.
+    Part {
+        file: usize,
+        part: usize,
+        parts: usize,
+        start: u64,
+        result: Result<u64, IndexError>,
+        lines: Vec<String>,
+        problems: Vec<Problem>,
+    },
 }
 
-/// Indexes `paths` (files are spread over the CPU cores) and writes the sorted,
-/// de-duplicated CDXJ to `out`, as `cdxj-indexer --sort` would. Damage and unreadable files
-/// are in the report; `out` gets the lines of everything that could be read.
+/// The parts of a split file received so far.
+type Parts = Vec<Option<(u64, Result<u64, IndexError>, Vec<String>, Vec<Problem>)>>;
+
+/// Indexes `paths` (files are spread over the CPU cores, large files split when there are
+/// fewer files than cores) and writes the sorted, de-duplicated CDXJ to `out`, as
+/// `cdxj-indexer --sort` would. Damage and unreadable files are in the report; `out` gets the
+/// lines of everything that could be read.
 pub fn index_to(paths: &[PathBuf], out: &mut dyn Write) -> io::Result<IndexReport> {
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
-        .clamp(1, paths.len().max(1));
+        .max(1);
+    index_with(paths, out, threads, SPLIT_MIN)
+}
+
+/// [`index_to`] on `threads` threads, splitting files from `split_min` bytes.
+fn index_with(
+    paths: &[PathBuf],
+    out: &mut dyn Write,
+    threads: usize,
+    split_min: u64,
+) -> io::Result<IndexReport> {
+    let jobs = plan_jobs(paths, threads, split_min);
+    let threads = threads.min(jobs.len().max(1));
     let next = AtomicUsize::new(0);
     let (tx, rx) = mpsc::sync_channel::<Msg>(64);
     let mut sorter = LineSorter::new(SORT_RUN_BYTES);
     let mut report = IndexReport::default();
     let mut sort_error = None;
+    let mut parts: std::collections::HashMap<usize, Parts> = std::collections::HashMap::new();
     std::thread::scope(|scope| {
         for _ in 0..threads {
             let tx = tx.clone();
             let next = &next;
-            scope.spawn(move || index_worker(paths, next, tx));
+            let jobs = &jobs;
+            scope.spawn(move || index_worker(paths, jobs, next, tx));
         }
         drop(tx);
+        let mut add = |sorter: &mut LineSorter, lines: Vec<String>| {
+            if sort_error.is_none() {
+                if let Err(e) = sorter.extend(lines) {
+                    sort_error = Some(e);
+                }
+            }
+        };
         for msg in rx {
             match msg {
-                Msg::Lines(lines) => {
-                    if sort_error.is_none() {
-                        if let Err(e) = sorter.extend(lines) {
-                            sort_error = Some(e);
-                        }
-                    }
-                }
+                Msg::Lines(lines) => add(&mut sorter, lines),
                 Msg::Problem(path, problem) => report.problems.push((path, problem)),
                 Msg::Failed(e) => report.failed.push(e),
                 Msg::Indexed => report.files += 1,
+                Msg::Part {
+                    file,
+                    part,
+                    parts: n,
+                    start,
+                    result,
+                    lines,
+                    problems,
+                } => {
+                    let got = parts
+                        .entry(file)
+                        .or_insert_with(|| (0..n).map(|_| None).collect());
+                    got[part] = Some((start, result, lines, problems));
+                    if got.iter().all(Option::is_some) {
+                        let got = parts.remove(&file).unwrap_or_default();
+                        let path = &paths[file];
+                        match join_parts(got) {
+                            Some((lines, problems)) => {
+                                add(&mut sorter, lines);
+                                report
+                                    .problems
+                                    .extend(problems.into_iter().map(|p| (path.clone(), p)));
+                                report.files += 1;
+                            }
+                            // The parts do not meet: read the file again in one go.
+                            None => match index_whole(path) {
+                                Ok((lines, problems)) => {
+                                    add(&mut sorter, lines);
+                                    report
+                                        .problems
+                                        .extend(problems.into_iter().map(|p| (path.clone(), p)));
+                                    report.files += 1;
+                                }
+                                Err(e) => report.failed.push(e),
+                            },
+                        }
+                    }
+                }
             }
         }
     });
@@ -460,24 +639,69 @@ pub fn index_to(paths: &[PathBuf], out: &mut dyn Write) -> io::Result<IndexRepor
     Ok(report)
 }
 
-/// Takes the next file not yet taken, indexes it, sends its lines in batches.
-fn index_worker(paths: &[PathBuf], next: &AtomicUsize, tx: mpsc::SyncSender<Msg>) {
+/// The lines and problems of a split file, when each part ended exactly where the next one
+/// starts (so no record was read twice or missed) and none failed.
+fn join_parts(parts: Parts) -> Option<(Vec<String>, Vec<Problem>)> {
+    let parts: Vec<_> = parts.into_iter().collect::<Option<Vec<_>>>()?;
+    let starts: Vec<u64> = parts.iter().map(|p| p.0).collect();
+    let mut lines = Vec::new();
+    let mut problems = Vec::new();
+    for (k, (_, result, l, p)) in parts.into_iter().enumerate() {
+        let end = result.ok()?;
+        if let Some(&next) = starts.get(k + 1) {
+            if end != next {
+                return None;
+            }
+        }
+        lines.extend(l);
+        problems.extend(p);
+    }
+    Some((lines, problems))
+}
+
+/// A whole file's lines and problems, read on this thread.
+fn index_whole(path: &Path) -> Result<(Vec<String>, Vec<Problem>), IndexError> {
+    let mut visitor = CdxVisitor::new(&file_name_of(path));
+    walk_skimming(path, &mut visitor)?;
+    Ok((visitor.lines, visitor.problems))
+}
+
+fn file_name_of(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// Takes the next job not yet taken and indexes it: a whole file sends its lines in batches,
+/// a part of a split file sends them once it is done.
+fn index_worker(paths: &[PathBuf], jobs: &[Job], next: &AtomicUsize, tx: mpsc::SyncSender<Msg>) {
     loop {
         let i = next.fetch_add(1, Ordering::Relaxed);
-        let Some(path) = paths.get(i) else { return };
-        let filename = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let mut visitor = CdxVisitor::new(&filename);
-        visitor.sink = Some((tx.clone(), path.clone()));
-        let result = walk_skimming(path, &mut visitor);
-        let rest = std::mem::take(&mut visitor.lines);
-        let sent = tx.send(Msg::Lines(rest)).is_ok()
-            && match result {
-                Ok(()) => tx.send(Msg::Indexed).is_ok(),
-                Err(e) => tx.send(Msg::Failed(e)).is_ok(),
-            };
+        let Some(job) = jobs.get(i) else { return };
+        let path = &paths[job.file];
+        let mut visitor = CdxVisitor::new(&file_name_of(path));
+        let sent = if let Some((part, parts)) = job.part {
+            let result = walk_range(path, &mut visitor, true, job.start, job.stop);
+            tx.send(Msg::Part {
+                file: job.file,
+                part,
+                parts,
+                start: job.start,
+                result,
+                lines: visitor.lines,
+                problems: visitor.problems,
+            })
+            .is_ok()
+        } else {
+            visitor.sink = Some((tx.clone(), path.clone()));
+            let result = walk_skimming(path, &mut visitor);
+            let rest = std::mem::take(&mut visitor.lines);
+            tx.send(Msg::Lines(rest)).is_ok()
+                && match result {
+                    Ok(()) => tx.send(Msg::Indexed).is_ok(),
+                    Err(e) => tx.send(Msg::Failed(e)).is_ok(),
+                }
+        };
         if !sent {
             return;
         }
@@ -1112,6 +1336,8 @@ struct Walker<'p> {
     skim: Option<(File, u64)>,
     /// Look-ahead buffer of the skim.
     skim_buf: Vec<u8>,
+    /// No record starting at or after this offset is read (another thread reads them).
+    stop: u64,
 }
 
 /// How one attempt to read a record ended.
@@ -1133,6 +1359,9 @@ impl Walker<'_> {
     fn walk_gzip<V: Visitor>(&mut self, visitor: &mut V) -> Result<(), IndexError> {
         loop {
             let offset = self.src.pos;
+            if offset >= self.stop {
+                break;
+            }
             match self.gzip_record(offset, visitor) {
                 Ok(Step::Record(span, head, item)) => {
                     self.resumed(visitor, offset);
@@ -1911,6 +2140,42 @@ mod tests {
             .collect();
         let path = write_tmp(&dir, "x.warc", &plain);
         assert_eq!(spans(&path, true), spans(&path, false));
+    }
+
+    #[test]
+    fn a_file_split_over_threads_gives_the_lines_of_one_walk() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut data = Vec::new();
+        for i in 0..600 {
+            let mut block = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n".to_vec();
+            block.extend((0..(i * 37 % 5000)).map(|j: u32| b'a' + (j * i % 26) as u8));
+            data.extend(gz(&record(
+                "response",
+                &format!("http://a/{i}"),
+                &block,
+                "",
+            )));
+        }
+        let path = write_tmp(&dir, "x.warc.gz", &data);
+        let paths = vec![path.clone()];
+        let parts = plan_jobs(&paths, 3, 0);
+        assert_eq!(parts.len(), 3, "split in three");
+        let mut whole = Vec::new();
+        index_with(&paths, &mut whole, 1, 0).unwrap();
+        let mut split = Vec::new();
+        let report = index_with(&paths, &mut split, 3, 0).unwrap();
+        assert_eq!(report.lines, 600);
+        assert_eq!(
+            String::from_utf8(split).unwrap(),
+            String::from_utf8(whole).unwrap()
+        );
+        // Parts that do not meet are thrown away and the file read in one go.
+        let (lines, _) = index_whole(&path).unwrap();
+        let bad: Parts = vec![
+            Some((0, Ok(5), lines.clone(), Vec::new())),
+            Some((7, Ok(u64::MAX), Vec::new(), Vec::new())),
+        ];
+        assert!(join_parts(bad).is_none());
     }
 
     #[test]
