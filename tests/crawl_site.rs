@@ -23,6 +23,8 @@ use regex::Regex;
 
 const MAX_BODY: usize = 1_000_000;
 const CRAWL_DELAY: Duration = Duration::from_millis(200);
+/// How late the test server's own end-of-answer stamp may be under load (see its use).
+const STAMP_SLACK: Duration = Duration::from_millis(25);
 const RETRY_AFTER: Duration = Duration::from_secs(1);
 
 // ---- running checks: every failure is collected, not only the first ----------------------
@@ -880,8 +882,12 @@ fn check_server_log(main_log: &[Exchange], off_log: &[Exchange]) {
         }
         // After a reply the client cut short (the truncated large body) the server cannot tell
         // when the client stopped reading, so only the overlap is checked there.
+        // The server stamps `finished` after its last write returns; on a loaded machine its
+        // task can be scheduled that much later than the client saw the last byte, so the
+        // measured gap may look shorter than the pause the crawler really kept. A few
+        // milliseconds of slack keep the check about politeness, not about the scheduler.
         let gap = b.arrived - a.finished;
-        if a.complete && gap < CRAWL_DELAY {
+        if a.complete && gap + STAMP_SLACK < CRAWL_DELAY {
             errors.push(format!(
                 "{} came {:?} after the end of {} (Crawl-delay: 0.2)",
                 describe(b),
