@@ -84,6 +84,57 @@ Examples:
   archiver profile init site.toml     write the commented reference profile (never overwrites)
   archiver profile check site.toml    every problem at once, or the effective settings";
 
+const VERIFY_HELP: &str = "\
+Examples:
+  archiver verify crawls/example.org
+      every WARC of a crawl folder (and its sub-folders), one line per problem
+  archiver verify old-crawl.arc.gz new.warc.gz --index collection/index.cdxj
+      revisits whose originals live elsewhere are looked up in the CDXJ given
+
+Exit codes: 0 clean, 1 problems found (listed with file, offset, record id and what),
+2 a file could not be read at all.";
+
+const WACZ_HELP: &str = "\
+Examples:
+  archiver wacz crawls/example.org -o example.wacz
+      one file for ReplayWeb.page, Browsertrix or pywb (wb-manager add --unpack-wacz)
+  archiver wacz crawls/example.org -o example.wacz --title 'Example, December 2026' \\
+      --main-page https://example.org/
+
+Exit codes: 0 written, 2 the folder holds no WARC or cannot be read, 1 other errors (no
+file is left behind).";
+
+const OPTOUT_HELP: &str = "\
+Examples:
+  archiver optout apply optouts.txt --warcs crawls/example.org
+      remove what the list covers from the crawl's WARCs and rewrite their CDXJ
+  archiver optout aclj optouts.txt > collections/web/acl/optouts.aclj
+      pywb access rules that hide the same captures without rewriting anything
+
+Exit codes: 0 done, 2 a list or a --warcs folder is unusable (a folder with no WARC is named),
+1 other errors.";
+
+const OPTOUT_APPLY_HELP: &str = "\
+Examples:
+  archiver optout apply optouts.txt --warcs crawls/example.org
+      a crawl folder: its warcs/ and indexes/ are found by themselves
+  archiver optout apply a.txt b.txt --warcs collection/archive --indexes collection/indexes
+      any folder of WARCs (searched with its sub-folders), CDXJ kept elsewhere";
+
+const OPTOUT_ACLJ_HELP: &str = "\
+Examples:
+  archiver optout aclj optouts.txt > collections/web/acl/optouts.aclj";
+
+const PROFILE_CHECK_HELP: &str = "\
+Examples:
+  archiver profile check site.toml
+      every problem at once (file:line: key: what), or the effective settings; exit 2 on problems";
+
+const PROFILE_INIT_HELP: &str = "\
+Examples:
+  archiver profile init site.toml
+      the commented reference profile; edit seeds and [identity], then archiver crawl --profile site.toml";
+
 /// An archival web crawler: polite, site by site, writing gzip WARCs and CDXJ indexes.
 #[derive(Parser)]
 #[command(name = "archiver", version, about, after_help = MAIN_HELP)]
@@ -171,6 +222,7 @@ enum Command {
     /// Check WARC (and ARC) files against WARC 1.1: headers, lengths, digests (payload
     /// de-chunked), unique record IDs, link targets, revisit originals, one gzip member per
     /// record. Exit 0 when clean, 1 with problems, 2 when a file cannot be read.
+    #[command(after_help = VERIFY_HELP)]
     Verify {
         /// WARC/ARC files, or folders to search (with their sub-folders).
         #[arg(required = true, value_name = "WARC|DIR")]
@@ -181,6 +233,7 @@ enum Command {
     },
     /// Pack a crawl as a WACZ 1.1.1 file (WARCs stored byte for byte, one CDXJ, a page
     /// list, datapackage.json), for ReplayWeb.page, Browsertrix or pywb.
+    #[command(after_help = WACZ_HELP)]
     Wacz {
         /// The crawl's output folder.
         crawl: PathBuf,
@@ -195,6 +248,7 @@ enum Command {
         main_page: Option<String>,
     },
     /// Apply opt-out lists to archived WARCs, or turn them into pywb access rules.
+    #[command(after_help = OPTOUT_HELP)]
     Optout {
         #[command(subcommand)]
         command: OptoutCommand,
@@ -217,6 +271,7 @@ enum DiffFormat {
 #[derive(Subcommand)]
 enum OptoutCommand {
     /// Rewrite the WARCs (and their CDXJ) without the records the lists cover.
+    #[command(after_help = OPTOUT_APPLY_HELP)]
     Apply {
         /// Opt-out list files.
         #[arg(required = true, value_name = "LIST")]
@@ -234,6 +289,7 @@ enum OptoutCommand {
         force: bool,
     },
     /// Print a pywb access-control file (.aclj) excluding what the lists cover.
+    #[command(after_help = OPTOUT_ACLJ_HELP)]
     Aclj {
         /// Opt-out list files.
         #[arg(required = true, value_name = "LIST")]
@@ -244,11 +300,13 @@ enum OptoutCommand {
 #[derive(Subcommand)]
 enum ProfileCommand {
     /// Validate a profile and print the effective settings; crawls nothing.
+    #[command(after_help = PROFILE_CHECK_HELP)]
     Check {
         /// The crawl profile (TOML).
         file: PathBuf,
     },
     /// Write the commented reference profile to FILE (never over an existing file).
+    #[command(after_help = PROFILE_INIT_HELP)]
     Init {
         /// Where to write it.
         file: PathBuf,

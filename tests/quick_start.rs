@@ -170,11 +170,27 @@ fn help_has_examples_outputs_resuming_and_exit_codes() {
             crawl.stdout
         );
     }
-    for cmd in ["diff", "index", "about", "profile"] {
-        let help = run_archiver(&[cmd, "--help"], dir.path(), cmd);
+    let every_command: [&[&str]; 11] = [
+        &["diff"],
+        &["index"],
+        &["about"],
+        &["profile"],
+        &["profile", "init"],
+        &["profile", "check"],
+        &["verify"],
+        &["wacz"],
+        &["optout"],
+        &["optout", "apply"],
+        &["optout", "aclj"],
+    ];
+    for cmd in every_command {
+        let mut args = cmd.to_vec();
+        args.push("--help");
+        let name = cmd.join("-");
+        let help = run_archiver(&args, dir.path(), &name);
         assert!(
             help.stdout.contains("Examples:\n  archiver "),
-            "{cmd} --help has examples:\n{}",
+            "{name} --help has examples:\n{}",
             help.stdout
         );
     }
