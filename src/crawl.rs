@@ -8,6 +8,7 @@
 //! so ten thousand sites cost only their queues.
 
 use std::collections::{HashMap, VecDeque};
+use std::io::Read as _;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -40,6 +41,17 @@ fn clock_margin(pause: Duration) -> Duration {
 /// Decoded HTML larger than this is cut before link extraction (decompression bombs).
 const MAX_DECODED_HTML: usize = 50 << 20;
 
+/// Decoded stylesheet bytes read for links (a stylesheet is parsed whole, so it is capped
+/// lower than HTML, which streams).
+const MAX_DECODED_CSS: usize = 8 << 20;
+
+/// Decoded bytes of a page held in memory for its text fingerprint and challenge markers.
+const FINGERPRINT_BYTES: usize = 1 << 20;
+
+/// Outlinks seen-checked and queued per turn of the state lock, so that other sites' jobs
+/// get the lock between two turns.
+const LINK_BATCH: usize = 256;
+
 /// What a site knows about its robots.txt.
 #[derive(Debug)]
 enum RobotsState {
@@ -62,6 +74,8 @@ enum Dns {
     Known(IpAddr, Instant),
     /// Could not be resolved after every try: its URLs are logged and dropped.
     Failed,
+    /// Resolved to an address the guard refuses: its URLs are logged `scope:address`.
+    Refused(crate::guard::Refused),
 }
 
 /// One origin being crawled.
@@ -695,6 +709,19 @@ impl Crawler {
             return;
         }
         self.ensure_site(st, &origin);
+        match st.sites.get(&origin).map(|s| s.dns) {
+            Some(Dns::Refused(refused)) => {
+                let why = crate::guard::Refused::ANNOTATION;
+                self.log_dropped(&candidate, status::OUT_OF_SCOPE, why, Some(refused.extra()));
+                return;
+            }
+            Some(Dns::Failed) => {
+                // Found after the site was given up: said so, not left queued forever.
+                self.log_unfetched(&candidate, status::DNS_FAILED, "dns-failed");
+                return;
+            }
+            _ => {}
+        }
         if let Err(e) = st.frontier.push(&origin, candidate) {
             return self.fail(e);
         }
@@ -803,7 +830,7 @@ impl Crawler {
             let threads = threads.clone();
             self.running.fetch_add(1, Ordering::SeqCst);
             tokio::spawn(async move {
-                let pace = crawler.run_job(job, thread).await;
+                let pace = crawler.clone().run_job_caught(job, thread).await;
                 crawler.running.fetch_sub(1, Ordering::SeqCst);
                 crawler.release(&budget, pace);
                 lock(&threads).push(thread);
@@ -1118,15 +1145,32 @@ impl Crawler {
             return;
         };
         match answer {
-            Ok(ip) => {
-                site.dns = Dns::Known(ip, Instant::now());
-                site.dns_failures = 0;
-                site.budget = Some(match self.profile.politeness.budget {
-                    BudgetKind::Ip => format!("ip:{ip}"),
-                    BudgetKind::Host => format!("host:{}", site.host),
-                });
-                self.mark_work(&mut st, origin);
-            }
+            Ok(ip) => match self.profile.guard.check(ip) {
+                Ok(()) => {
+                    site.dns = Dns::Known(ip, Instant::now());
+                    site.dns_failures = 0;
+                    site.budget = Some(match self.profile.politeness.budget {
+                        BudgetKind::Ip => format!("ip:{ip}"),
+                        BudgetKind::Host => format!("host:{}", site.host),
+                    });
+                    self.mark_work(&mut st, origin);
+                }
+                Err(refused) => {
+                    // Nothing is sent to it, not even a request for robots.txt.
+                    site.dns = Dns::Refused(refused);
+                    site.budget = None;
+                    self.runlog
+                        .line(&format!("{origin}: resolved to {ip}; refused: {refused}"));
+                    let drained = st.frontier.drain(origin).unwrap_or_else(|e| {
+                        self.fail(e);
+                        Vec::new()
+                    });
+                    let why = crate::guard::Refused::ANNOTATION;
+                    for c in drained {
+                        self.log_dropped(&c, status::OUT_OF_SCOPE, why, Some(refused.extra()));
+                    }
+                }
+            },
             Err(e) if site.dns_failures < max => {
                 site.dns_failures += 1;
                 let wait = Duration::from_secs(2u64.pow(site.dns_failures.min(10)));
@@ -1152,6 +1196,70 @@ impl Crawler {
 // ---------------------------------------------------------------------------------------------
 
 impl Crawler {
+    /// Runs a job in its own task, so that a panic inside it (a bug, or input nobody
+    /// foresaw) is caught: the URL is logged `-5` with the panic message, it leaves the
+    /// in-flight list, and the budget is given back — the crawl goes on.
+    async fn run_job_caught(self: Arc<Self>, job: Job, thread: usize) -> Pace {
+        let (origin, candidate) = match &job {
+            Job::Robots { origin } => (origin.clone(), None),
+            Job::Fetch { origin, candidate } => (origin.clone(), Some((**candidate).clone())),
+        };
+        let crawler = self.clone();
+        let run = tokio::spawn(async move { crawler.run_job(job, thread).await });
+        match run.await {
+            Ok(pace) => pace,
+            Err(e) => {
+                let message = panic_message(e);
+                self.runlog
+                    .line(&format!("{origin}: a job failed unexpectedly: {message}"));
+                self.job_panicked(&origin, candidate, &message, thread)
+            }
+        }
+    }
+
+    /// Logs the URL of a job that panicked and settles it, as a failure that is not retried
+    /// (a robots.txt job counts as one failed try, so the site is given up in the end).
+    fn job_panicked(
+        &self,
+        origin: &str,
+        candidate: Option<Candidate>,
+        message: &str,
+        thread: usize,
+    ) -> Pace {
+        let error = FetchError::Other(format!("panic: {message}"));
+        let loopback = lock(&self.state)
+            .sites
+            .get(origin)
+            .is_some_and(Site::loopback);
+        let mut pace = Pace {
+            end: Instant::now(),
+            base: politeness::delay_after(&self.profile.politeness, loopback, Duration::ZERO, None),
+            answer: Answer::Overloaded,
+            retry_after: None,
+        };
+        match candidate {
+            Some(c) => {
+                self.log_error(&c, &error, thread, Vec::new());
+                self.finished(&c.url);
+            }
+            None => {
+                let robots = Url::parse(origin).ok().and_then(|u| robots::robots_url(&u));
+                if let Some(url) = robots {
+                    let c = Candidate {
+                        url,
+                        path: "P".to_string(),
+                        via: Url::parse(origin).ok(),
+                        attempts: 0,
+                    };
+                    self.log_error(&c, &error, thread, Vec::new());
+                }
+                self.settle_robots(origin, None, &mut pace);
+            }
+        }
+        self.commit();
+        pace
+    }
+
     async fn run_job(&self, job: Job, thread: usize) -> Pace {
         match job {
             Job::Robots { origin } => self.run_robots(&origin, thread).await,
@@ -1252,6 +1360,7 @@ impl Crawler {
             };
             let location = redirect_target(&f);
             self.archive(origin, &candidate, &mut f, thread, Vec::new());
+            self.log_unfollowed_robots_redirect(&candidate, &f);
             match location {
                 Some(target) if hop < robots::MAX_ROBOTS_REDIRECTS => {
                     candidate = Candidate {
@@ -1292,6 +1401,24 @@ impl Crawler {
         pace
     }
 
+    /// A robots.txt redirect that cannot be followed (not http(s), or no URL at all) is said
+    /// so in crawl.log; robots.txt then counts as unreachable.
+    fn log_unfollowed_robots_redirect(&self, parent: &Candidate, f: &Fetched) {
+        match location_of(f) {
+            Some(Location::Junk(text)) => self.log_bad_location(parent, &text),
+            Some(Location::Target(url)) if !matches!(url.scheme(), "http" | "https") => {
+                let c = Candidate {
+                    url,
+                    path: format!("{}R", parent.path),
+                    via: Some(parent.url.clone()),
+                    attempts: 0,
+                };
+                self.log_unfetched(&c, status::OUT_OF_SCOPE, "scope:scheme");
+            }
+            _ => {}
+        }
+    }
+
     /// Records what robots.txt said; on failure schedules another try or gives the site up.
     fn settle_robots(&self, origin: &str, outcome: Option<(Policy, Verdict)>, pace: &mut Pace) {
         let mut st = lock(&self.state);
@@ -1328,7 +1455,10 @@ impl Crawler {
         }
     }
 
-    /// Fetches a URL of a resolved site.
+    /// Fetches a URL of a resolved site. A URL of another origin (a robots.txt redirect to
+    /// another host) is resolved as its own URL and connected at its own address, so the
+    /// record never shows one server's answer under another's name. The guard checks the
+    /// address actually connected, whatever resolved it.
     async fn fetch_on(
         &self,
         origin: &str,
@@ -1336,10 +1466,25 @@ impl Crawler {
         referer: Option<&Url>,
         plan: impl Fn(u16, &hyper::HeaderMap) -> BodyPlan,
     ) -> Result<Fetched, FetchError> {
-        let addr = self
-            .target(origin, &candidate.url)
-            .ok_or_else(|| FetchError::Dns("the site's address is not known".into()))?;
-        self.fetcher.get(&candidate.url, addr, referer, plan).await
+        let url = &candidate.url;
+        let addr = if origin_of(url) == origin {
+            self.target(origin, url)
+                .ok_or_else(|| FetchError::Dns("the site's address is not known".into()))?
+        } else {
+            let host = url
+                .host_str()
+                .ok_or_else(|| FetchError::Other("URL has no host".into()))?;
+            let ip = self.resolver.resolve(host).await.map_err(FetchError::Dns)?;
+            let port = url
+                .port_or_known_default()
+                .ok_or_else(|| FetchError::Other("no port for this scheme".into()))?;
+            SocketAddr::new(ip, port)
+        };
+        self.profile
+            .guard
+            .check(addr.ip())
+            .map_err(FetchError::Refused)?;
+        self.fetcher.get(url, addr, referer, plan).await
     }
 
     /// What to do with a URL's body once its headers are in: a successful answer of a type
@@ -1379,7 +1524,12 @@ impl Crawler {
             answer: answer_of(f.status),
             retry_after,
         };
-        let page = self.links_and_directives(origin, &f);
+        // Parsing a big page is CPU work: done beside the async workers, so the other sites'
+        // exchanges go on meanwhile.
+        let page = tokio::task::block_in_place(|| self.links_and_directives(origin, &f));
+        if let Some(text) = &page.bad_location {
+            self.log_bad_location(&candidate, text);
+        }
         let refusal = politeness::refusal_marker(f.status, &f.headers, &page.text);
         if self.note_refusal(origin, &f, refusal.as_deref()) && f.status != 403 {
             // A challenge page or a 429 is no answer: try the URL again later.
@@ -1394,6 +1544,9 @@ impl Crawler {
             return pace;
         }
         let mut notes = Vec::new();
+        if page.left_out > 0 {
+            notes.push(format!("max-outlinks:{}", page.left_out));
+        }
         let mut links = page.links;
         if let Some(trap) = &page.trap {
             // A page that repeats itself under ever-new URLs: keep it, follow none of its
@@ -1406,7 +1559,7 @@ impl Crawler {
         // after a crash once the record is written, recovery finds the record and the page
         // counts as done, its links already queued.
         if page.directives.follow_links() {
-            self.queue_links(&candidate, links);
+            tokio::task::block_in_place(|| self.queue_links(&candidate, links));
         }
         self.commit();
         if let Some(reason) = page.directives.discard_reason() {
@@ -1459,7 +1612,7 @@ impl Crawler {
         thread: usize,
     ) -> Pace {
         let end = Instant::now();
-        if retries_left && !matches!(e, FetchError::Other(_)) {
+        if retries_left && !matches!(e, FetchError::Other(_) | FetchError::Refused(_)) {
             let note = vec![format!("retry:{}", candidate.attempts)];
             self.log_error(&candidate, e, thread, note);
             self.retry_later(origin, candidate);
@@ -1536,24 +1689,34 @@ impl Crawler {
         let token = &self.profile.robots_token;
         let mut directives = extract::x_robots_tag(&f.header_all("x-robots-tag"), token);
         let mut links = Vec::new();
-        if let Some(target) = redirect_target(f) {
-            links.push(Outlink {
-                url: target,
+        let mut bad_location = None;
+        match location_of(f) {
+            Some(Location::Target(url)) => links.push(Outlink {
+                url,
                 hop: Hop::Redirect,
                 context: "header/@location",
-            });
+            }),
+            Some(Location::Junk(text)) => bad_location = Some(text),
+            None => {}
         }
         let mut text = Vec::new();
         let mut trap = None;
+        let mut left_out = 0;
         if !f.payload.is_empty() && is_html(&f.headers) {
             let encoding = f.header("content-encoding");
-            let decoded = extract::decode_body(encoding, &f.payload[..], MAX_DECODED_HTML);
-            if (200..300).contains(&f.status) {
+            // Only the start of the page is held decoded (fingerprint, challenge markers);
+            // links are taken from a stream, so a huge or bomb page costs no memory.
+            let decoded = extract::decode_body(encoding, &f.payload[..], FINGERPRINT_BYTES);
+            let stream = extract::decoding_reader(encoding, &f.payload[..]);
+            if let (true, Ok(Some(reader))) = ((200..300).contains(&f.status), stream) {
                 // extract_html cleans the label (quotes, case) itself.
                 let charset = f.header("content-type").and_then(charset_of);
-                let page = extract::extract_html(&decoded.bytes, charset, &f.url, token);
+                let max = self.profile.max_outlinks.saturating_sub(links.len());
+                let reader = reader.take(MAX_DECODED_HTML as u64);
+                let page = extract::extract_html_limited(reader, charset, &f.url, token, max);
                 directives.merge(page.directives);
                 links.extend(page.links);
+                left_out = page.left_out;
                 if let Some(traps) = &self.content_traps {
                     let text = crate::traps::visible_text(&decoded.bytes);
                     let hash = crate::traps::text_hash(&text);
@@ -1564,62 +1727,92 @@ impl Crawler {
             text.truncate(16 * 1024);
         } else if !f.payload.is_empty() && is_css(&f.headers) && (200..300).contains(&f.status) {
             let encoding = f.header("content-encoding");
-            let decoded = extract::decode_body(encoding, &f.payload[..], MAX_DECODED_HTML);
+            let decoded = extract::decode_body(encoding, &f.payload[..], MAX_DECODED_CSS);
             // References in a stylesheet are relative to the stylesheet itself.
-            links.extend(crate::css::css_links(
-                &crate::css::decode(&decoded.bytes),
-                &f.url,
-            ));
+            let mut found = crate::css::css_links(&crate::css::decode(&decoded.bytes), &f.url);
+            let room = self.profile.max_outlinks.saturating_sub(links.len());
+            if found.len() > room {
+                left_out = found.len() - room;
+                found.truncate(room);
+            }
+            links.extend(found);
         }
         Page {
             links,
             directives,
             text,
             trap,
+            bad_location,
+            left_out,
         }
     }
 
-    /// Scope-checks and queues the outlinks of a page.
+    /// Scope-checks and queues the outlinks of a page, a batch at a time: the seen-check and
+    /// the queueing hold the state lock briefly; judging (scope, opt-out, traps) and logging
+    /// what is dropped happen without it, so other sites' jobs are never held up by one page.
     fn queue_links(&self, parent: &Candidate, links: Vec<Outlink>) {
-        let mut st = lock(&self.state);
-        for link in links {
-            match st.frontier.mark_seen(&link.url) {
-                Ok(true) => {}
-                Ok(false) => continue,
-                Err(e) => return self.fail(e),
-            }
-            let mut path = parent.path.clone();
-            path.push(link.hop.letter());
-            let candidate = Candidate {
-                url: link.url,
-                path,
-                via: Some(parent.url.clone()),
-                attempts: 0,
+        let mut links = links.into_iter().peekable();
+        while links.peek().is_some() {
+            let batch: Vec<Outlink> = links.by_ref().take(LINK_BATCH).collect();
+            let fresh = {
+                let mut st = lock(&self.state);
+                let mut fresh = Vec::with_capacity(batch.len());
+                for link in batch {
+                    match st.frontier.mark_seen(&link.url) {
+                        Ok(true) => fresh.push(link),
+                        Ok(false) => {}
+                        Err(e) => return self.fail(e),
+                    }
+                }
+                fresh
             };
-            let decision = self.rules.decide(
-                &self.scope,
-                &candidate.url,
-                candidate.hops(),
-                link.hop,
-                &parent.url,
-            );
-            if let Err(why) = decision {
-                self.log_unfetched(&candidate, status::OUT_OF_SCOPE, why);
+            let accepted: Vec<Candidate> = fresh
+                .into_iter()
+                .filter_map(|link| self.judge(parent, link))
+                .collect();
+            if accepted.is_empty() {
                 continue;
             }
-            if self.opted_out(&candidate) {
-                continue;
+            let mut st = lock(&self.state);
+            for candidate in accepted {
+                self.enqueue(&mut st, candidate);
             }
-            if let Some(trap) = self
-                .url_traps
-                .as_ref()
-                .and_then(|r| r.check(&candidate.url))
-            {
-                self.log_trap(&candidate, &trap);
-                continue;
-            }
-            self.enqueue(&mut st, candidate);
         }
+    }
+
+    /// Decides one new outlink: the candidate to queue, or None (logged with the reason).
+    fn judge(&self, parent: &Candidate, link: Outlink) -> Option<Candidate> {
+        let mut path = parent.path.clone();
+        path.push(link.hop.letter());
+        let candidate = Candidate {
+            url: link.url,
+            path,
+            via: Some(parent.url.clone()),
+            attempts: 0,
+        };
+        let decision = self.rules.decide(
+            &self.scope,
+            &candidate.url,
+            candidate.hops(),
+            link.hop,
+            &parent.url,
+        );
+        if let Err(why) = decision {
+            self.log_unfetched(&candidate, status::OUT_OF_SCOPE, why);
+            return None;
+        }
+        if self.opted_out(&candidate) {
+            return None;
+        }
+        if let Some(trap) = self
+            .url_traps
+            .as_ref()
+            .and_then(|r| r.check(&candidate.url))
+        {
+            self.log_trap(&candidate, &trap);
+            return None;
+        }
+        Some(candidate)
     }
 
     /// Writes the exchange to the WARC (and so the CDXJ) and logs it: a full response, or a
@@ -1721,6 +1914,10 @@ struct Page {
     text: Vec<u8>,
     /// Set when the page repeats pages already seen under ever-new URLs.
     trap: Option<crate::traps::Trap>,
+    /// A redirect's `Location` that is no URL at all (logged, never fetched).
+    bad_location: Option<String>,
+    /// Links left out past `[limits] max_outlinks`.
+    left_out: usize,
 }
 
 /// What `archive` wrote, and where.
@@ -1742,6 +1939,19 @@ fn owned(o: crate::dedup::Original<'_>) -> (String, String, Option<String>) {
     (o.url.to_string(), o.warc_date.to_string(), o.record_id)
 }
 
+/// The message of a task's panic (or why it ended otherwise).
+fn panic_message(e: tokio::task::JoinError) -> String {
+    if !e.is_panic() {
+        return e.to_string();
+    }
+    let payload = e.into_panic();
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_string())
+}
+
 /// 429 and 5xx slow the budget down; everything else is a normal answer.
 fn answer_of(status: u16) -> Answer {
     if status == 429 || status >= 500 {
@@ -1759,15 +1969,41 @@ fn charset_of(content_type: &str) -> Option<&str> {
     })
 }
 
-/// The resolved `Location` of a redirect response.
-fn redirect_target(f: &Fetched) -> Option<Url> {
+/// What a redirect's `Location` header points to.
+enum Location {
+    /// A URL, of any scheme (scope rejects what is not http(s), and says so).
+    Target(Url),
+    /// Empty, or not a URL even relative to the redirecting one: the text as received.
+    Junk(String),
+}
+
+/// The `Location` of a redirect response, resolved against the URL that answered. Bytes that
+/// are not ASCII are read as UTF-8 (as browsers do) and end up percent-encoded in the URL.
+fn location_of(f: &Fetched) -> Option<Location> {
     if !(300..400).contains(&f.status) {
         return None;
     }
-    let loc = f.header("location")?;
-    let mut target = f.url.join(loc.trim()).ok()?;
-    target.set_fragment(None);
-    matches!(target.scheme(), "http" | "https").then_some(target)
+    let raw = f.headers.get("location")?;
+    let text = String::from_utf8_lossy(raw.as_bytes());
+    let text = text.trim();
+    if text.is_empty() {
+        return Some(Location::Junk(String::new()));
+    }
+    Some(match f.url.join(text) {
+        Ok(mut target) => {
+            target.set_fragment(None);
+            Location::Target(target)
+        }
+        Err(_) => Location::Junk(text.to_string()),
+    })
+}
+
+/// The http(s) target of a redirect response, if it has one.
+fn redirect_target(f: &Fetched) -> Option<Url> {
+    match location_of(f)? {
+        Location::Target(url) if matches!(url.scheme(), "http" | "https") => Some(url),
+        _ => None,
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1784,9 +2020,14 @@ impl Crawler {
         c: &Candidate,
         f: &Fetched,
         thread: usize,
-        annotations: Vec<String>,
+        mut annotations: Vec<String>,
         extra: Option<serde_json::Value>,
     ) {
+        // Interim answers are not archived; crawl.log keeps that they came.
+        annotations.extend(f.interim.iter().map(|s| format!("interim:{s}")));
+        if f.excess_bytes > 0 {
+            annotations.push(format!("excess-bytes:{}", f.excess_bytes));
+        }
         let mime = f.mime();
         self.write_log(Entry {
             status: i32::from(f.status),
@@ -1805,6 +2046,10 @@ impl Crawler {
     }
 
     fn log_error(&self, c: &Candidate, e: &FetchError, thread: usize, annotations: Vec<String>) {
+        if let FetchError::Refused(refused) = e {
+            let why = crate::guard::Refused::ANNOTATION;
+            return self.log_dropped(c, status::OUT_OF_SCOPE, why, Some(refused.extra()));
+        }
         self.write_log(Entry {
             status: e.status(),
             uri: c.url.as_str(),
@@ -1836,6 +2081,21 @@ impl Crawler {
     fn log_trap(&self, c: &Candidate, trap: &crate::traps::Trap) {
         let extra = serde_json::json!({ "trap": trap.detail });
         self.log_dropped(c, status::OUT_OF_SCOPE, trap.rule, Some(extra));
+    }
+
+    /// A redirect whose `Location` is empty or no URL: logged `-7` (Heritrix's "unfetchable
+    /// URI") under the text received, with the redirecting URL as the via.
+    fn log_bad_location(&self, parent: &Candidate, text: &str) {
+        let uri = if text.is_empty() { "-" } else { text };
+        self.write_log(Entry {
+            status: status::UNFETCHABLE_URI,
+            uri,
+            path: &format!("{}R", parent.path),
+            via: Some(parent.url.as_str()),
+            annotations: vec!["bad-location".to_string()],
+            extra: Some(serde_json::json!({ "location": text })),
+            ..Entry::default()
+        });
     }
 
     fn log_unfetched(&self, c: &Candidate, status: i32, why: &str) {
@@ -1902,4 +2162,24 @@ fn spawn_resolver(
             });
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_panicking_task_gives_its_message() {
+        let str_panic = tokio::spawn(async { panic!("boom") }).await.unwrap_err();
+        assert_eq!(panic_message(str_panic), "boom");
+        let n = 7;
+        let string_panic = tokio::spawn(async move {
+            if n == 7 {
+                panic!("bad value {n}");
+            }
+        })
+        .await
+        .unwrap_err();
+        assert_eq!(panic_message(string_panic), "bad value 7");
+    }
 }

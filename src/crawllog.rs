@@ -13,6 +13,8 @@ use chrono::{DateTime, Utc};
 /// Heritrix's status codes for URLs that got no HTTP answer.
 pub mod status {
     pub const DNS_FAILED: i32 = -1;
+    /// Not a URL the crawler can fetch (an empty or unparsable redirect `Location`).
+    pub const UNFETCHABLE_URI: i32 = -7;
     pub const ROBOTS_PREREQUISITE_FAILED: i32 = -61;
     pub const OUT_OF_SCOPE: i32 = -5000;
     pub const BLOCKED_BY_USER: i32 = -5001;

@@ -128,7 +128,21 @@ pub struct Extracted {
     pub links: Vec<Outlink>,
     /// Directives from `<meta name="robots">` and `<meta name="AGENT">`.
     pub directives: Directives,
+    /// Link values left out once the page reached its link limit (or too long to be a URL
+    /// worth fetching); counted, never kept.
+    pub left_out: usize,
 }
+
+/// Attribute values longer than this are not taken as links (a URL over 2,000 characters is
+/// a trap anyway); holding them would let one page pin megabytes per link.
+pub const MAX_LINK_VALUE: usize = 8 * 1024;
+
+/// Text of `<noscript>` elements kept for their links, per page.
+const MAX_NOSCRIPT_TEXT: usize = 1 << 20;
+
+/// Inline CSS (`<style>` text and `style` attributes) kept for its links, per page; past it
+/// each piece is counted as left out.
+const MAX_INLINE_CSS: usize = 2 << 20;
 
 /// Links and meta robots directives of an HTML page (already transfer- and content-decoded).
 ///
@@ -153,21 +167,76 @@ pub fn extract_html(
     page_url: &Url,
     agent_token: &str,
 ) -> Extracted {
-    let input = prepare_input(html, charset);
-    let collector = collect(
-        &input.bytes,
-        input.label.as_deref(),
-        input.sniff_meta,
-        Scope::Document { agent_token },
-    );
+    extract_html_limited(
+        std::io::Cursor::new(html),
+        charset,
+        page_url,
+        agent_token,
+        usize::MAX,
+    )
+}
+
+/// [`extract_html`] over a stream, keeping at most `max_links` links: memory stays bounded
+/// whatever the page (the body is parsed in pieces as it is read; at most `max_links`
+/// distinct link values are held, further ones are only counted in `left_out`). Only a
+/// UTF-16 page, which must be transcoded first, is read whole.
+pub fn extract_html_limited(
+    mut body: impl Read,
+    charset: Option<&str>,
+    page_url: &Url,
+    agent_token: &str,
+    max_links: usize,
+) -> Extracted {
+    let scope = Scope::Document { agent_token };
+    let head = read_head(&mut body, 3).unwrap_or_default();
+    let utf16_bom = head.starts_with(b"\xFF\xFE") || head.starts_with(b"\xFE\xFF");
+    let utf16_label = charset
+        .and_then(clean_label)
+        .is_some_and(|l| l.starts_with("utf-16") || UTF16_LABELS.contains(&l.as_str()));
+    let collector = if utf16_bom || utf16_label {
+        let mut all = head;
+        if let Err(e) = body.read_to_end(&mut all) {
+            tracing::debug!("reading a UTF-16 page for links stopped: {e}");
+        }
+        let input = prepare_input(&all, charset);
+        let reader = Cursor::new(&input.bytes[..]);
+        collect_from(
+            reader,
+            input.label.as_deref(),
+            input.sniff_meta,
+            scope,
+            max_links,
+        )
+    } else if let Some(rest) = head.strip_prefix(b"\xEF\xBB\xBF") {
+        let reader = Cursor::new(rest.to_vec()).chain(body);
+        collect_from(reader, None, false, scope, max_links)
+    } else {
+        let label = charset.and_then(clean_label);
+        let reader = Cursor::new(head).chain(body);
+        collect_from(reader, label.as_deref(), true, scope, max_links)
+    };
     let base = document_base(page_url, collector.base_href.as_deref());
-    let mut links = LinkList::default();
+    let mut links = LinkList {
+        limit: max_links,
+        ..LinkList::default()
+    };
     links.add_all(&collector, &base);
     Extracted {
         links: links.links,
         directives: collector.directives,
+        left_out: collector.left_out + links.left_out,
     }
 }
+
+/// Charset labels that mean UTF-16 (besides those starting with `utf-16`).
+const UTF16_LABELS: &[&str] = &[
+    "unicode",
+    "unicodefeff",
+    "unicodefffe",
+    "ucs-2",
+    "csunicode",
+    "iso-10646-ucs-2",
+];
 
 /// X-Robots-Tag header values (each header occurrence one entry) → directives for `agent_token`.
 ///
@@ -256,6 +325,31 @@ pub struct Decoded {
 /// zstd, compress, …) sets `error` and keeps what was decoded before it. An empty body decodes
 /// to nothing without error whatever the coding (servers send that for 204/304 responses).
 pub fn decode_body(content_encoding: Option<&str>, body: impl Read, cap: usize) -> Decoded {
+    match decoding_reader(content_encoding, body) {
+        Ok(Some(reader)) => read_capped(reader, cap),
+        Ok(None) => Decoded::default(),
+        Err(DecodeError::Unsupported(error)) => Decoded {
+            error: Some(error),
+            ..Decoded::default()
+        },
+        Err(DecodeError::Io(e)) => decode_error(Vec::new(), &e),
+    }
+}
+
+/// Why [`decoding_reader`] could not start.
+#[derive(Debug)]
+pub enum DecodeError {
+    /// A coding we do not undo (br, zstd, compress, …).
+    Unsupported(String),
+    Io(std::io::Error),
+}
+
+/// A reader of the decoded body, for streaming (see [`decode_body`] for the codings); `None`
+/// for an empty body. Read errors later on mean corrupt data.
+pub fn decoding_reader<'a>(
+    content_encoding: Option<&str>,
+    body: impl Read + 'a,
+) -> Result<Option<Box<dyn Read + 'a>>, DecodeError> {
     let mut codings = Vec::new();
     for coding in content_encoding.unwrap_or("").split(',') {
         let coding = coding.trim_matches(is_ascii_ws).to_ascii_lowercase();
@@ -263,32 +357,25 @@ pub fn decode_body(content_encoding: Option<&str>, body: impl Read, cap: usize) 
             "" | "identity" => {}
             "gzip" | "x-gzip" | "deflate" => codings.push(coding),
             _ => {
-                return Decoded {
-                    error: Some(format!("unsupported content-encoding {coding:?}")),
-                    ..Decoded::default()
-                }
+                return Err(DecodeError::Unsupported(format!(
+                    "unsupported content-encoding {coding:?}"
+                )))
             }
         }
     }
     let mut body = body;
-    let head = match read_head(&mut body, 1) {
-        Ok(head) => head,
-        Err(e) => return decode_error(Vec::new(), &e),
-    };
+    let head = read_head(&mut body, 1).map_err(DecodeError::Io)?;
     if head.is_empty() {
-        return Decoded::default();
+        return Ok(None);
     }
-    let mut reader: Box<dyn Read + '_> = Box::new(Cursor::new(head).chain(body));
+    let mut reader: Box<dyn Read + 'a> = Box::new(Cursor::new(head).chain(body));
     for coding in codings.iter().rev() {
         reader = match coding.as_str() {
-            "deflate" => match deflate_reader(reader) {
-                Ok(r) => r,
-                Err(e) => return decode_error(Vec::new(), &e),
-            },
+            "deflate" => deflate_reader(reader).map_err(DecodeError::Io)?,
             _ => Box::new(flate2::read::MultiGzDecoder::new(reader)),
         };
     }
-    read_capped(reader, cap)
+    Ok(Some(reader))
 }
 
 fn decode_error(bytes: Vec<u8>, e: &std::io::Error) -> Decoded {
@@ -538,17 +625,87 @@ struct Collector {
     noscripts: Vec<String>,
     /// Text of each `<style>` element, in document order.
     styles: Vec<String>,
+    /// Bytes held in `noscripts`.
+    noscript_bytes: usize,
+    /// Most distinct link values kept.
+    limit: usize,
+    /// The distinct values kept so far (a page repeating one link a million times holds it
+    /// once).
+    values: HashSet<String>,
+    /// Values not kept: past the limit, or too long.
+    left_out: usize,
+    /// Bytes of inline CSS (`<style>` text, `style` attributes) held.
+    css_bytes: usize,
 }
 
 impl Collector {
+    fn with_limit(limit: usize) -> Collector {
+        Collector {
+            limit,
+            ..Collector::default()
+        }
+    }
+
+    /// True when a value is to be kept (it is then remembered).
+    fn admit(&mut self, value: &str) -> bool {
+        if value.is_empty() || self.values.contains(value) {
+            return false;
+        }
+        if value.len() > MAX_LINK_VALUE || self.values.len() >= self.limit {
+            self.left_out += 1;
+            return false;
+        }
+        self.values.insert(value.to_string());
+        true
+    }
+
     fn push(&mut self, value: &str, hop: Hop, context: &'static str) {
         let value = clean_attr(value);
-        if !value.is_empty() {
+        if self.admit(&value) {
             self.raws.push(Raw::Url {
                 value: value.into_owned(),
                 hop,
                 context,
             });
+        }
+    }
+
+    /// True while the page's inline CSS stays within `MAX_INLINE_CSS` (then `len` is counted).
+    fn admit_css(&mut self, len: usize) -> bool {
+        if self.css_bytes + len > MAX_INLINE_CSS {
+            self.left_out += 1;
+            return false;
+        }
+        self.css_bytes += len;
+        true
+    }
+
+    fn push_srcset(&mut self, value: &str, context: &'static str) {
+        let value = clean_attr(value);
+        if self.admit(&value) {
+            self.raws.push(Raw::Srcset {
+                value: value.into_owned(),
+                context,
+            });
+        }
+    }
+
+    /// A new `<noscript>`; past `SEPARATE_NOSCRIPTS` they share one text (see `add_all`).
+    fn open_noscript(&mut self) {
+        if self.noscripts.len() <= SEPARATE_NOSCRIPTS {
+            let index = self.noscripts.len();
+            self.noscripts.push(String::new());
+            self.raws.push(Raw::Noscript(index));
+        }
+    }
+
+    fn noscript_text(&mut self, text: &str) {
+        if self.noscript_bytes + text.len() > MAX_NOSCRIPT_TEXT {
+            return;
+        }
+        if let Some(current) = self.noscripts.last_mut() {
+            current.push_str(text);
+            self.noscript_bytes += text.len();
         }
     }
 }
@@ -561,8 +718,26 @@ enum Scope<'a> {
 }
 
 /// Runs lol_html over `input`; stops quietly at the first parser error.
-fn collect(input: &[u8], label: Option<&str>, sniff_meta: bool, scope: Scope<'_>) -> Collector {
-    let state = RefCell::new(Collector::default());
+fn collect(
+    input: &[u8],
+    label: Option<&str>,
+    sniff_meta: bool,
+    scope: Scope<'_>,
+    limit: usize,
+) -> Collector {
+    collect_from(Cursor::new(input), label, sniff_meta, scope, limit)
+}
+
+/// Runs lol_html over a stream, 64 KiB at a time; stops quietly at the first parser or read
+/// error (what was collected before it stands).
+fn collect_from(
+    mut input: impl Read,
+    label: Option<&str>,
+    sniff_meta: bool,
+    scope: Scope<'_>,
+    limit: usize,
+) -> Collector {
+    let state = RefCell::new(Collector::with_limit(limit));
     {
         let settings = Settings {
             element_content_handlers: handlers(&state, scope),
@@ -577,8 +752,15 @@ fn collect(input: &[u8], label: Option<&str>, sniff_meta: bool, scope: Scope<'_>
                 .is_ok(),
             None => true,
         };
-        for chunk in input.chunks(64 * 1024) {
-            ok = ok && rewriter.write(chunk).is_ok();
+        let mut buf = vec![0u8; 64 * 1024];
+        while ok {
+            let n = match input.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => break, // a corrupt compressed body: keep what was parsed
+            };
+            ok = rewriter.write(&buf[..n]).is_ok();
         }
         // After an error lol_html must not be called again.
         if ok {
@@ -605,11 +787,7 @@ fn handlers<'h>(state: &'h RefCell<Collector>, scope: Scope<'h>) -> Handlers<'h>
                 if let Some(value) = el.get_attribute(rule.attr) {
                     let mut st = state.borrow_mut();
                     if rule.srcset {
-                        let value = clean_attr(&value).into_owned();
-                        st.raws.push(Raw::Srcset {
-                            value,
-                            context: rule.context,
-                        });
+                        st.push_srcset(&value, rule.context);
                     } else {
                         st.push(&value, rule.hop, rule.context);
                     }
@@ -663,8 +841,9 @@ fn handlers<'h>(state: &'h RefCell<Collector>, scope: Scope<'h>) -> Handlers<'h>
             if let Some(style) = el.get_attribute("style") {
                 let css = decode_entities(&style).into_owned();
                 // Every reference is a function (`url(…)`, `image-set(…)`): no `(`, nothing to parse.
-                if css.contains('(') {
-                    state.borrow_mut().raws.push(Raw::StyleAttr(css));
+                let mut st = state.borrow_mut();
+                if css.contains('(') && st.admit_css(css.len()) {
+                    st.raws.push(Raw::StyleAttr(css));
                 }
             }
             Ok(())
@@ -681,8 +860,11 @@ fn handlers<'h>(state: &'h RefCell<Collector>, scope: Scope<'h>) -> Handlers<'h>
                 Ok(())
             })
             .text(move |text: &mut TextChunk<'_>| {
-                if let Some(current) = state.borrow_mut().styles.last_mut() {
-                    current.push_str(text.as_str());
+                let mut st = state.borrow_mut();
+                if st.admit_css(text.as_str().len()) {
+                    if let Some(current) = st.styles.last_mut() {
+                        current.push_str(text.as_str());
+                    }
                 }
                 Ok(())
             }),
@@ -711,16 +893,11 @@ fn handlers<'h>(state: &'h RefCell<Collector>, scope: Scope<'h>) -> Handlers<'h>
             "noscript",
             ElementContentHandlers::default()
                 .element(move |_: &mut Element<'_, '_>| {
-                    let mut st = state.borrow_mut();
-                    let index = st.noscripts.len();
-                    st.noscripts.push(String::new());
-                    st.raws.push(Raw::Noscript(index));
+                    state.borrow_mut().open_noscript();
                     Ok(())
                 })
                 .text(move |text: &mut TextChunk<'_>| {
-                    if let Some(current) = state.borrow_mut().noscripts.last_mut() {
-                        current.push_str(text.as_str());
-                    }
+                    state.borrow_mut().noscript_text(text.as_str());
                     Ok(())
                 }),
         );
@@ -779,6 +956,10 @@ const SEPARATE_NOSCRIPTS: usize = 256;
 struct LinkList {
     links: Vec<Outlink>,
     seen: HashSet<Url>,
+    /// Most links kept.
+    limit: usize,
+    /// Distinct links found past the limit.
+    left_out: usize,
 }
 
 impl LinkList {
@@ -809,7 +990,9 @@ impl LinkList {
                         Ordering::Greater => None,
                     };
                     if let Some(text) = text.filter(|t| t.contains('<')) {
-                        let inner = collect(text.as_bytes(), None, false, Scope::Noscript);
+                        let room = self.limit.saturating_sub(self.links.len());
+                        let inner = collect(text.as_bytes(), None, false, Scope::Noscript, room);
+                        self.left_out += inner.left_out;
                         self.add_all(&inner, base);
                     }
                 }
@@ -819,7 +1002,15 @@ impl LinkList {
 
     /// Adds what inline CSS references (resolved against the document's base, as browsers do).
     fn add_css(&mut self, css: &str, base: &Url) {
+        if self.links.len() >= self.limit {
+            self.left_out += 1;
+            return;
+        }
         crate::css::add_links(css, base, &mut self.links, &mut self.seen);
+        if self.links.len() > self.limit {
+            self.left_out += self.links.len() - self.limit;
+            self.links.truncate(self.limit);
+        }
     }
 
     /// Adds one URL: resolved against `base`, fragment dropped, http(s) only, first wins.
@@ -834,9 +1025,15 @@ impl LinkList {
             return;
         }
         url.set_fragment(None);
-        if self.seen.insert(url.clone()) {
-            self.links.push(Outlink { url, hop, context });
+        if self.seen.contains(&url) {
+            return;
         }
+        if self.links.len() >= self.limit {
+            self.left_out += 1;
+            return;
+        }
+        self.seen.insert(url.clone());
+        self.links.push(Outlink { url, hop, context });
     }
 }
 

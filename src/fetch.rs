@@ -61,6 +61,9 @@ pub enum FetchError {
     Timeout(Duration),
     #[error("{0}")]
     Other(String),
+    /// The address guard refused the server's address: nothing was sent.
+    #[error("{0}")]
+    Refused(crate::guard::Refused),
 }
 
 impl FetchError {
@@ -72,6 +75,7 @@ impl FetchError {
             FetchError::Broken(_) => -3,
             FetchError::Timeout(_) => -4,
             FetchError::Other(_) => -5,
+            FetchError::Refused(_) => crate::crawllog::status::OUT_OF_SCOPE,
         }
     }
 }
@@ -101,6 +105,11 @@ pub struct Fetched {
     pub truncated: Option<&'static str>,
     /// The plan said [`BodyPlan::Skip`]: only the head was read (the record must not be written).
     pub body_skipped: bool,
+    /// Statuses of interim `1xx` answers received before the final one (not archived).
+    pub interim: Vec<u16>,
+    /// Bytes received past the end of the message (beyond its Content-Length, after the last
+    /// chunk): dropped from the record.
+    pub excess_bytes: u64,
 }
 
 impl Fetched {
@@ -237,13 +246,22 @@ impl Fetcher {
         // The connection is closed now: that, not the last body frame, is when the server
         // finished answering, and politeness delays count from it.
         body.finished_at = Instant::now();
-        if body.truncated == Some("length") {
-            // hyper reads ahead; keep only the bytes up to the cut, so the record holds exactly
-            // the head and the first max_body_bytes of the body.
-            let chunked = is_chunked(&body.headers);
-            cut_after_payload(&mut response, chunked, body.len)
-                .map_err(|e| FetchError::Other(format!("cannot cut the truncated body: {e}")))?;
-        }
+        let fix = |e: io::Error| FetchError::Other(format!("cannot trim the response: {e}"));
+        // hyper skips interim 1xx answers; the record must start at the final status line.
+        let interim = strip_interim(&mut response).map_err(fix)?;
+        let chunked = is_chunked(&body.headers);
+        // hyper reads ahead: keep only the bytes of the message it parsed, so the record holds
+        // exactly the head and the body up to max_body_bytes (a cut body), or up to the end of
+        // the message (bytes a server sends past its Content-Length are dropped).
+        // A skipped body was never read: nothing to trim (its record is not written).
+        let excess_bytes = match body.truncated {
+            _ if body.skipped => 0,
+            Some("length") => cut_after_payload(&mut response, chunked, body.len, false)
+                .map(|_| 0)
+                .map_err(fix)?,
+            None => cut_after_payload(&mut response, chunked, body.len, true).map_err(fix)?,
+            Some(_) => 0,
+        };
         Ok(Fetched {
             url: url.clone(),
             ip: addr.ip(),
@@ -259,6 +277,8 @@ impl Fetcher {
             payload: body.kept,
             truncated: body.truncated,
             body_skipped: body.skipped,
+            interim,
+            excess_bytes,
         })
     }
 
@@ -404,24 +424,75 @@ fn is_chunked(headers: &HeaderMap) -> bool {
         .any(|v| v.to_ascii_lowercase().contains("chunked"))
 }
 
-/// Cuts a captured response right after `payload_len` bytes of (transfer-decoded) body.
-fn cut_after_payload(spool: &mut Spool, chunked: bool, payload_len: u64) -> io::Result<()> {
+/// Where the head of a response ends: after its first empty line (CRLF or bare LF, as hyper
+/// accepts both). None when no end is seen in the first `HEAD_SCAN` bytes.
+fn head_len(head: &[u8]) -> Option<usize> {
+    let mut at = 0;
+    for line in head.split_inclusive(|&b| b == b'\n') {
+        at += line.len();
+        if !line.ends_with(b"\n") {
+            return None;
+        }
+        if line == b"\r\n" || line == b"\n" {
+            return Some(at);
+        }
+    }
+    None
+}
+
+/// The status code of a head's status line (`HTTP/1.1 103 Early Hints`).
+fn status_of(head: &[u8]) -> Option<u16> {
+    let line = head.split(|&b| b == b'\n').next()?;
+    let text = std::str::from_utf8(line).ok()?;
+    let mut parts = text.split_ascii_whitespace();
+    parts.next().filter(|v| v.starts_with("HTTP/"))?;
+    parts.next()?.parse().ok()
+}
+
+/// Removes interim answers (`100 Continue`, `103 Early Hints`, …; not `101`, which is final)
+/// from the start of a captured response. Returns their statuses, in order.
+fn strip_interim(spool: &mut Spool) -> io::Result<Vec<u16>> {
+    let mut statuses = Vec::new();
+    loop {
+        let head = spool.head(HEAD_SCAN)?;
+        let Some(status) = status_of(&head).filter(|s| (100..200).contains(s) && *s != 101) else {
+            return Ok(statuses);
+        };
+        let Some(len) = head_len(&head) else {
+            return Ok(statuses);
+        };
+        statuses.push(status);
+        spool.drop_front(len as u64)?;
+    }
+}
+
+/// Cuts a captured response right after `payload_len` bytes of (transfer-decoded) body; with
+/// `whole`, after the end of the message (the last chunk and trailers of a chunked body).
+/// Returns how many bytes were dropped.
+fn cut_after_payload(
+    spool: &mut Spool,
+    chunked: bool,
+    payload_len: u64,
+    whole: bool,
+) -> io::Result<u64> {
     let head = spool.head(HEAD_SCAN)?;
-    let Some(head_len) = head
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .map(|p| p + 4)
-    else {
-        return Ok(()); // no recognisable head: leave the bytes as they are
+    let Some(head_len) = head_len(&head) else {
+        return Ok(0); // no recognisable head: leave the bytes as they are
     };
     let cut = if chunked {
         let mut reader = io::BufReader::new(spool.reader()?);
         io::copy(&mut (&mut reader).take(head_len as u64), &mut io::sink())?;
-        head_len as u64 + chunked_raw_len(&mut reader, payload_len)?
+        let mut raw = chunked_raw_len(&mut reader, payload_len)?;
+        if whole {
+            raw += chunked_end_len(&mut reader)?;
+        }
+        head_len as u64 + raw
     } else {
         head_len as u64 + payload_len
     };
-    spool.truncate(cut)
+    let before = spool.len();
+    spool.truncate(cut)?;
+    Ok(before.saturating_sub(spool.len()))
 }
 
 /// How far the head of a response may reach before we give up looking for its end.
@@ -432,13 +503,14 @@ fn chunked_raw_len(r: &mut impl io::BufRead, payload_len: u64) -> io::Result<u64
     let mut raw = 0u64;
     let mut left = payload_len;
     while left > 0 {
-        let mut line = String::new();
-        let n = r.read_line(&mut line)?;
+        let mut line = Vec::new();
+        let n = r.read_until(b'\n', &mut line)?;
         if n == 0 {
             break;
         }
         raw += n as u64;
-        let size_text = line.trim().split(';').next().unwrap_or("").trim();
+        let text = String::from_utf8_lossy(&line);
+        let size_text = text.trim().split(';').next().unwrap_or("").trim();
         let Ok(size) = u64::from_str_radix(size_text, 16) else {
             break;
         };
@@ -446,16 +518,48 @@ fn chunked_raw_len(r: &mut impl io::BufRead, payload_len: u64) -> io::Result<u64
             break;
         }
         let take = size.min(left);
-        io::copy(&mut r.take(take), &mut io::sink())?;
-        raw += take;
+        raw += io::copy(&mut r.take(take), &mut io::sink())?;
         left -= take;
         if take == size {
-            let mut crlf = [0u8; 2];
-            r.read_exact(&mut crlf)?;
-            raw += 2;
+            raw += chunk_crlf_len(r)?;
         }
     }
     Ok(raw)
+}
+
+/// The CRLF (or bare LF) after a chunk's data.
+fn chunk_crlf_len(r: &mut impl io::BufRead) -> io::Result<u64> {
+    let mut n = 0;
+    let buf = r.fill_buf()?;
+    if buf.first() == Some(&b'\r') {
+        r.consume(1);
+        n += 1;
+    }
+    let buf = r.fill_buf()?;
+    if buf.first() == Some(&b'\n') {
+        r.consume(1);
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// Raw bytes of the last chunk (`0\r\n`), the trailers and the final empty line.
+fn chunked_end_len(r: &mut impl io::BufRead) -> io::Result<u64> {
+    let mut raw = 0u64;
+    let mut first = true;
+    loop {
+        let mut line = Vec::new();
+        let n = io::BufRead::read_until(&mut r.take(HEAD_SCAN as u64), b'\n', &mut line)?;
+        if n == 0 || !line.ends_with(b"\n") {
+            return Ok(raw + n as u64);
+        }
+        raw += n as u64;
+        let empty = line == b"\r\n" || line == b"\n";
+        if empty && !first {
+            return Ok(raw);
+        }
+        first = false;
+    }
 }
 
 /// hyper's error kinds mapped onto crawl.log codes.
@@ -559,5 +663,70 @@ pub async fn resolve(url: &Url) -> Result<SocketAddr, FetchError> {
                 .ok_or_else(|| FetchError::Dns(format!("{name}: no address")))
         }
         None => Err(FetchError::Other("URL has no host".into())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spool(bytes: &[u8]) -> Spool {
+        let mut s = Spool::new(16);
+        s.append(bytes).unwrap();
+        s
+    }
+
+    fn text(s: &mut Spool) -> String {
+        let mut out = Vec::new();
+        s.reader().unwrap().read_to_end(&mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn interim_answers_are_stripped_up_to_the_final_status_line() {
+        let mut s = spool(
+            b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\n\
+              HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi",
+        );
+        assert_eq!(strip_interim(&mut s).unwrap(), vec![100, 103]);
+        assert_eq!(
+            text(&mut s),
+            "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi"
+        );
+        let mut upgrade = spool(b"HTTP/1.1 101 Switching Protocols\r\n\r\n");
+        assert!(strip_interim(&mut upgrade).unwrap().is_empty());
+        assert_eq!(upgrade.len(), 36);
+    }
+
+    #[test]
+    fn bytes_past_content_length_are_dropped() {
+        let mut s = spool(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhiEXTRA");
+        assert_eq!(cut_after_payload(&mut s, false, 2, true).unwrap(), 5);
+        assert_eq!(
+            text(&mut s),
+            "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi"
+        );
+    }
+
+    #[test]
+    fn a_chunked_message_ends_after_its_last_chunk_and_trailers() {
+        let msg = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\
+                   2\r\nhi\r\n3;x=y\r\nyou\r\n0\r\nX-T: 1\r\n\r\n";
+        let mut s = spool(format!("{msg}JUNK").as_bytes());
+        assert_eq!(cut_after_payload(&mut s, true, 5, true).unwrap(), 4);
+        assert_eq!(text(&mut s), msg);
+        // Cut inside the body (max_body_bytes): the framing up to the cut only.
+        let mut s = spool(msg.as_bytes());
+        cut_after_payload(&mut s, true, 3, false).unwrap();
+        assert!(text(&mut s).ends_with("\r\n\r\n2\r\nhi\r\n3;x=y\r\ny"));
+    }
+
+    #[test]
+    fn heads_end_at_the_first_empty_line_crlf_or_lf() {
+        assert_eq!(head_len(b"HTTP/1.1 200 OK\r\n\r\nbody"), Some(19));
+        assert_eq!(head_len(b"HTTP/1.1 200 OK\nA: b\n\nbody"), Some(22));
+        assert_eq!(head_len(b"HTTP/1.1 200 OK\r\nA: b"), None);
+        assert_eq!(status_of(b"HTTP/1.1 103 Early Hints\r\n"), Some(103));
+        assert_eq!(status_of(b"garbage"), None);
     }
 }

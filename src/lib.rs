@@ -16,6 +16,7 @@ pub mod dns;
 pub mod extract;
 pub mod fetch;
 pub mod frontier;
+pub mod guard;
 pub mod index;
 pub mod optout;
 pub mod politeness;

@@ -291,6 +291,8 @@ impl Default for RawRobots {
 struct RawLimits {
     max_body_bytes: i64,
     timeout: f64,
+    max_outlinks: i64,
+    allow_addresses: Vec<String>,
 }
 
 impl Default for RawLimits {
@@ -298,6 +300,8 @@ impl Default for RawLimits {
         RawLimits {
             max_body_bytes: 100_000_000,
             timeout: 60.0,
+            max_outlinks: 6000,
+            allow_addresses: Vec::new(),
         }
     }
 }
@@ -374,6 +378,10 @@ pub struct Profile {
     pub resolve: std::collections::HashMap<String, std::net::IpAddr>,
     pub max_body_bytes: u64,
     pub timeout: Duration,
+    /// Most links taken from one page (Heritrix's default is 6,000 too).
+    pub max_outlinks: usize,
+    /// Which server addresses may be connected to (`[limits] allow_addresses`, loopback seeds).
+    pub guard: crate::guard::Guard,
     pub output_dir: PathBuf,
     pub prefix: String,
     pub warc_max_bytes: u64,
@@ -517,7 +525,7 @@ impl Profile {
              [scope]\nmax_hops = {}\nmax_pages_per_site = {}\ninclude = {}\nexclude = {}\nembeds_off_site = {}\n{}\n\
                           [politeness]\nmin_delay = {}\ndelay_factor = {}\nmax_delay = {}\nmax_crawl_delay = {}\nmax_retries = {}\n\
              budget = {:?}\nrefusals_before_suspend = {}\nsuspend_hours = {}\ndns_cache_seconds = {}\n\n\
-             [robots]\nobey = {}\nreason = {:?}\n# robots.txt product token: {}\n\n[limits]\nmax_body_bytes = {}\ntimeout = {}\n\n\
+             [robots]\nobey = {}\nreason = {:?}\n# robots.txt product token: {}\n\n[limits]\nmax_body_bytes = {}\ntimeout = {}\nmax_outlinks = {}\nallow_addresses = [{}]\n\n\
              [output]\ndir = {:?}\nprefix = {:?}\nwarc_max_bytes = {}\nwarc_version = {:?}\nwacz = {}\n",
             self.path.display(),
             self.name,
@@ -550,6 +558,13 @@ impl Profile {
             self.robots_token,
             self.max_body_bytes,
             self.timeout.as_secs_f64(),
+            self.max_outlinks,
+            self.guard
+                .allowed()
+                .iter()
+                .map(|c| format!("\"{c}\""))
+                .collect::<Vec<_>>()
+                .join(", "),
             self.output_dir.display().to_string(),
             self.prefix,
             self.warc_max_bytes,
@@ -859,6 +874,8 @@ impl Checker<'_> {
         if timeout.is_some_and(|t| t.is_zero()) {
             errors.push(self.error("limits.timeout", "must be more than 0 seconds"));
         }
+        let max_outlinks = self.positive("limits.max_outlinks", raw.limits.max_outlinks)? as usize;
+        let guard = self.guard(&raw.limits.allow_addresses, &seeds, &resolve)?;
         let out = &raw.output;
         if out.prefix.is_empty()
             || !out
@@ -978,12 +995,33 @@ impl Checker<'_> {
             resolve,
             max_body_bytes,
             timeout,
+            max_outlinks,
+            guard,
             output_dir: base.join(&out.dir),
             prefix: out.prefix.clone(),
             warc_max_bytes,
             warc_version,
             wacz: out.wacz,
         })
+    }
+
+    /// The address guard: loopback is open when every seed is on loopback; `allow_addresses`
+    /// opens CIDR ranges.
+    fn guard(
+        &self,
+        allow: &[String],
+        seeds: &[Url],
+        resolve: &std::collections::HashMap<String, IpAddr>,
+    ) -> Result<crate::guard::Guard, ProfileError> {
+        let allowed = allow
+            .iter()
+            .map(|c| {
+                c.parse()
+                    .map_err(|e| self.error("limits.allow_addresses", e))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let loopback = seeds.iter().all(|u| is_loopback_seed(u, resolve));
+        Ok(crate::guard::Guard::new(loopback, allowed))
     }
 
     fn seeds(&self, raw: &[String]) -> Result<Vec<Url>, ProfileError> {
@@ -1312,12 +1350,22 @@ fn is_loopback_seed(url: &Url, resolve: &std::collections::HashMap<String, IpAdd
     }
 }
 
+/// When set, profile checks never look names up (they count as not loopback). The fuzz
+/// targets set it: made-up seed names must not become DNS queries.
+static NO_LOOKUPS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Makes profile parsing look no host names up (see `NO_LOOKUPS`).
+pub fn disable_name_lookups() {
+    NO_LOOKUPS.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
 /// True when every address the URL's host resolves to is a loopback address.
 /// Name resolution failures count as "not loopback", which keeps the 5 s floor.
 pub fn is_loopback_host(url: &Url) -> bool {
     match url.host() {
         Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
         Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        Some(url::Host::Domain(_)) if NO_LOOKUPS.load(std::sync::atomic::Ordering::SeqCst) => false,
         Some(url::Host::Domain(name)) => {
             let port = url.port_or_known_default().unwrap_or(80);
             match (name, port).to_socket_addrs() {

@@ -98,6 +98,28 @@ impl Spool {
         Ok(())
     }
 
+    /// Drops the first `n` bytes (an interim `1xx` answer before the real one). The digest is
+    /// recomputed over what is left.
+    pub fn drop_front(&mut self, n: u64) -> io::Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        let mut rest = Spool::new(self.mem_limit);
+        let mut reader = self.reader()?;
+        io::copy(&mut (&mut reader).take(n), &mut io::sink())?;
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let got = reader.read(&mut buf)?;
+            if got == 0 {
+                break;
+            }
+            rest.append(&buf[..got])?;
+        }
+        drop(reader);
+        *self = rest;
+        Ok(())
+    }
+
     /// Total bytes written so far.
     pub fn len(&self) -> u64 {
         self.len
@@ -179,6 +201,20 @@ mod tests {
             assert_eq!(spool.digest(), sha1_of(b"012345"));
             spool.append(b"ab").unwrap();
             assert_eq!(spool.digest(), sha1_of(b"012345ab"));
+        }
+    }
+
+    #[test]
+    fn drop_front_keeps_the_rest_and_its_digest() {
+        for limit in [4, 1 << 20] {
+            let mut spool = Spool::new(limit);
+            spool.append(b"0123456789").unwrap();
+            spool.drop_front(3).unwrap();
+            let mut all = Vec::new();
+            spool.reader().unwrap().read_to_end(&mut all).unwrap();
+            assert_eq!(all, b"3456789");
+            assert_eq!(spool.len(), 7);
+            assert_eq!(spool.digest(), sha1_of(b"3456789"));
         }
     }
 

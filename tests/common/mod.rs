@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod hostile;
 pub mod output;
 pub mod pages;
 pub mod site;
