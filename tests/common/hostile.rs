@@ -174,6 +174,8 @@ impl Netns {
     /// Creates `archiver-test-PID` with `lo` up and `addresses` (CIDR) added to `lo`.
     pub fn create(addresses: &[&str]) -> Result<Netns, String> {
         let name = format!("archiver-test-{}", std::process::id());
+        // A namespace of that name can only be left over from a killed run with our pid.
+        let _ = ip(&["netns", "del", &name]);
         ip(&["netns", "add", &name])?;
         let ns = Netns { name };
         ip(&["-n", &ns.name, "link", "set", "lo", "up"])?;
