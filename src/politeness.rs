@@ -9,7 +9,46 @@ use std::collections::{BinaryHeap, HashMap};
 use std::hash::Hash;
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::profile::{PolitenessSettings, MIN_DELAY_FLOOR};
+/// The politeness floor for hosts that are not on loopback: no profile may go below it.
+pub const MIN_DELAY_FLOOR: f64 = 5.0;
+
+/// How long to wait between requests to one host.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PolitenessSettings {
+    pub min_delay: Duration,
+    pub delay_factor: f64,
+    pub max_delay: Duration,
+    pub max_crawl_delay: Duration,
+    pub max_retries: u32,
+    /// One politeness budget per server IP address (default) or per host name.
+    pub budget: BudgetKind,
+    pub refusals: RefusalSettings,
+    /// How long a name resolution is reused.
+    pub dns_cache: Duration,
+}
+
+/// What shares one politeness budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BudgetKind {
+    Ip,
+    Host,
+}
+
+impl Default for PolitenessSettings {
+    fn default() -> Self {
+        PolitenessSettings {
+            min_delay: Duration::from_secs(5),
+            delay_factor: 5.0,
+            max_delay: Duration::from_secs(30),
+            max_crawl_delay: Duration::from_secs(300),
+            max_retries: 3,
+            budget: BudgetKind::Ip,
+            refusals: RefusalSettings::default(),
+            dns_cache: Duration::from_secs(600),
+        }
+    }
+}
+
 
 /// The longest pause a `Retry-After` header can impose; longer values are capped, not obeyed
 /// blindly, so one odd header cannot park a site for days.

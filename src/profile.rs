@@ -11,13 +11,13 @@ use regex::Regex;
 use serde::Deserialize;
 use url::Url;
 
-use crate::rules::{self, MimeRule};
+use crate::politeness::{BudgetKind, PolitenessSettings, MIN_DELAY_FLOOR};
+use crate::rules::{self, MimeRule, RuleSettings};
+use crate::scope::ScopeSettings;
 
 mod shape;
 use crate::warc::WarcVersion;
 
-/// The politeness floor for hosts that are not on loopback: no profile may go below it.
-pub const MIN_DELAY_FLOOR: f64 = 5.0;
 
 /// A profile that could not be used, with where the problem is: the first problem found (in
 /// file order), and in `more` every other one, so one run shows them all.
@@ -390,80 +390,8 @@ pub struct Profile {
     pub wacz: bool,
 }
 
-/// What is in scope.
-#[derive(Debug, Clone)]
-pub struct ScopeSettings {
-    pub max_hops: u32,
-    pub max_pages_per_site: u64,
-    pub include: Vec<Regex>,
-    pub exclude: Vec<Regex>,
-    pub embeds_off_site: bool,
-}
 
-/// Scope rules beyond [`ScopeSettings`], in the same `[scope]` table (see `crate::rules`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RuleSettings {
-    /// Matched prefixes (`http://(com,example,)/docs/`), already normalised.
-    pub surt_prefixes: Vec<String>,
-    /// Most path segments a URL may have; 0 = no limit.
-    pub max_path_depth: u32,
-    /// Bytes a site may archive before it stops; 0 = no limit.
-    pub max_bytes_per_site: u64,
-    /// Which non-HTML responses are written to the WARC.
-    pub keep_mime: Vec<MimeRule>,
-}
 
-impl Default for RuleSettings {
-    fn default() -> Self {
-        RuleSettings {
-            surt_prefixes: Vec::new(),
-            max_path_depth: 20,
-            max_bytes_per_site: 0,
-            keep_mime: vec![MimeRule::Pattern {
-                negate: false,
-                kind: None,
-                subtype: None,
-            }],
-        }
-    }
-}
-
-/// How long to wait between requests to one host.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PolitenessSettings {
-    pub min_delay: Duration,
-    pub delay_factor: f64,
-    pub max_delay: Duration,
-    pub max_crawl_delay: Duration,
-    pub max_retries: u32,
-    /// One politeness budget per server IP address (default) or per host name.
-    pub budget: BudgetKind,
-    pub refusals: crate::politeness::RefusalSettings,
-    /// How long a name resolution is reused.
-    pub dns_cache: Duration,
-}
-
-/// What shares one politeness budget.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BudgetKind {
-    Ip,
-    Host,
-}
-
-impl Default for PolitenessSettings {
-    fn default() -> Self {
-        PolitenessSettings {
-            min_delay: Duration::from_secs(5),
-            delay_factor: 5.0,
-            max_delay: Duration::from_secs(30),
-            max_crawl_delay: Duration::from_secs(300),
-            max_retries: 3,
-            budget: BudgetKind::Ip,
-            refusals: crate::politeness::RefusalSettings::default(),
-            dns_cache: Duration::from_secs(600),
-        }
-    }
-}
 
 impl Profile {
     /// Reads and validates a profile file.

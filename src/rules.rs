@@ -36,8 +36,35 @@ use regex::Regex;
 use url::{Host, Url};
 
 use crate::extract::Hop;
-use crate::profile::RuleSettings;
 use crate::scope::{Rejection, Scope};
+
+/// Scope rules beyond [`crate::scope::ScopeSettings`], in the same `[scope]` table (see `crate::rules`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleSettings {
+    /// Matched prefixes (`http://(com,example,)/docs/`), already normalised.
+    pub surt_prefixes: Vec<String>,
+    /// Most path segments a URL may have; 0 = no limit.
+    pub max_path_depth: u32,
+    /// Bytes a site may archive before it stops; 0 = no limit.
+    pub max_bytes_per_site: u64,
+    /// Which non-HTML responses are written to the WARC.
+    pub keep_mime: Vec<MimeRule>,
+}
+
+impl Default for RuleSettings {
+    fn default() -> Self {
+        RuleSettings {
+            surt_prefixes: Vec::new(),
+            max_path_depth: 20,
+            max_bytes_per_site: 0,
+            keep_mime: vec![MimeRule::Pattern {
+                negate: false,
+                kind: None,
+                subtype: None,
+            }],
+        }
+    }
+}
 
 /// crawl.log annotation: outside every SURT prefix.
 pub const SURT: &str = "scope:surt";
@@ -410,7 +437,7 @@ pub fn path_depth(url: &Url) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::ScopeSettings;
+    use crate::scope::ScopeSettings;
 
     fn u(s: &str) -> Url {
         Url::parse(s).unwrap()

@@ -7,10 +7,20 @@
 
 use std::collections::HashSet;
 
+use regex::Regex;
 use url::Url;
 
 use crate::extract::Hop;
-use crate::profile::ScopeSettings;
+
+/// What is in scope.
+#[derive(Debug, Clone)]
+pub struct ScopeSettings {
+    pub max_hops: u32,
+    pub max_pages_per_site: u64,
+    pub include: Vec<Regex>,
+    pub exclude: Vec<Regex>,
+    pub embeds_off_site: bool,
+}
 
 /// Why a URL was left out; the text goes into crawl.log annotations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
