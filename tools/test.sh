@@ -61,6 +61,10 @@ else
   { apt-get update -qq && apt-get install -y -qq tmux; } || die "could not install tmux with apt-get"
 fi
 
+# Imports point down the layers and never round a circle (see src/lib.rs's map).
+step "import layers (tools/check_layers.py)"
+"$VENV/bin/python" tools/check_layers.py || die "the import graph breaks the layers"
+
 step "cargo fmt --all -- --check"
 cargo fmt --all -- --check || die "formatting differs: run 'cargo fmt --all'"
 
