@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::canon;
+use crate::cdx::canon;
 use crate::index::{self, IndexError};
 
 mod pages;

@@ -1,34 +1,54 @@
 //! archiver: an archival web crawler.
 //!
-//! Modules in the order a URL travels: profile → frontier → politeness → robots → fetch →
-//! extract → scope → warc/cdx → crawllog/report; `crawl` drives them.
+//! # A newcomer's map
+//!
+//! A URL travels one way through the crawler, like a URI through Heritrix's processor chains:
+//!
+//! ```text
+//!  config ─► frontier ─► politeness ─► robots, DNS ─► net::fetch ─► extract ─► warc + cdx ─► logs
+//!  (profile)  (queues,    (which budget  (prerequisites (exact wire   (outlinks,  (records,    (crawl.log,
+//!             seen-set)    may go)        of a site)     bytes)        CSS)        CDXJ)        report)
+//!      ▲                                                                 │
+//!      └────────────── scope (rules, traps, opt-out) ◄──── outlinks ─────┘
+//! ```
+//!
+//! `crawl` drives the road; `commands` and the offline tools (`index`, `diff`, `optout`, …) read
+//! what a crawl wrote. Modules sit in layers and import only downwards, never round a circle
+//! (`tools/check_layers.py` checks it on every test run):
+//!
+//! | layer | modules | job |
+//! | --- | --- | --- |
+//! | 4 | [`crawl`], [`commands`], [`index`], [`diff`], [`optout`], [`verify`], [`wacz`] | the engine; the offline tools |
+//! | 3 | [`config`] | the TOML profile → each module's own settings type (the one translator) |
+//! | 2 | [`frontier`], [`politeness`], [`scope`], [`net`], [`extract`], [`dedup`], [`logs`] | domain logic, each owning its settings |
+//! | 1 | [`warc`], [`arc`], [`cdx`], [`spool`] | formats: records, SURT, CDXJ, bodies |
+//!
+//! Pure parts take the clock as a parameter (politeness, robots, traps), so they are tested
+//! without waiting; the async loop in `crawl` only sleeps until the instant they name.
 
-pub mod about;
-pub mod arc;
-pub mod canon;
-pub mod cdx;
+// Layer 4: the crawl engine and the offline tools.
+pub mod commands;
 pub mod crawl;
-pub mod crawllog;
-pub mod css;
-pub mod dedup;
 pub mod diff;
-pub mod dns;
-pub mod extract;
-pub mod fetch;
-pub mod frontier;
-pub mod guard;
 pub mod index;
 pub mod optout;
-pub mod politeness;
-pub mod profile;
-pub mod report;
-pub mod robots;
-pub mod rules;
-pub mod runlog;
-pub mod scope;
-pub mod spool;
-pub mod store;
-pub mod traps;
 pub mod verify;
 pub mod wacz;
+
+// Layer 3: the profile, translated into each module's settings.
+pub mod config;
+
+// Layer 2: domain logic.
+pub mod dedup;
+pub mod extract;
+pub mod frontier;
+pub mod logs;
+pub mod net;
+pub mod politeness;
+pub mod scope;
+
+// Layer 1: formats.
+pub mod arc;
+pub mod cdx;
+pub mod spool;
 pub mod warc;

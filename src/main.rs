@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use archiver::profile::Profile;
+use archiver::config::Profile;
 
 /// Examples under `archiver --help`.
 const MAIN_HELP: &str = "\
@@ -421,7 +421,7 @@ fn init(path: &std::path::Path) -> ExitCode {
         .create_new(true)
         .open(path);
     let written = match file {
-        Ok(mut f) => f.write_all(archiver::profile::REFERENCE.as_bytes()),
+        Ok(mut f) => f.write_all(archiver::config::REFERENCE.as_bytes()),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
             eprintln!(
                 "archiver: {} already exists; it is left as it is (choose another name, or \
@@ -481,7 +481,7 @@ fn quick_crawl(urls: &[String], contact: Option<&str>, output: Option<PathBuf>) 
         .unwrap_or_else(|| "crawl".to_string());
     let dir = output.unwrap_or_else(|| PathBuf::from("crawls").join(&host));
     let path = dir.join("profile.toml");
-    let text = archiver::profile::quick_profile(&seeds, contact, &host);
+    let text = archiver::config::quick_profile(&seeds, contact, &host);
     if let Err(e) = Profile::parse(&path, &text) {
         eprintln!("archiver: cannot crawl that: {e}");
         return ExitCode::from(exit::USAGE);
@@ -528,7 +528,7 @@ fn about(
     output: Option<&std::path::Path>,
     format: Option<AboutFormat>,
 ) -> ExitCode {
-    use archiver::about::{page, Format};
+    use archiver::commands::about::{page, Format};
     let p = match load(profile) {
         Ok(p) => p,
         Err(code) => return code,
@@ -550,7 +550,7 @@ fn about(
                 eprintln!("archiver: cannot write {}: {e}", path.display());
                 return ExitCode::FAILURE;
             }
-            let contact = archiver::about::contact_url(&p.user_agent).unwrap_or("-");
+            let contact = archiver::commands::about::contact_url(&p.user_agent).unwrap_or("-");
             eprintln!(
                 "archiver: wrote {}; publish it at {contact} (the contact URL of the User-Agent)",
                 path.display()
@@ -605,7 +605,7 @@ fn crawl(path: PathBuf) -> ExitCode {
         Ok(archiver::crawl::Ended::Ran(stats)) => {
             let resume = resume_command(&path);
             let summary = stats.summary(&name, &out, Some(&resume));
-            eprint!("{}", archiver::report::colour_summary(&summary));
+            eprint!("{}", archiver::logs::report::colour_summary(&summary));
             if let Err(e) = std::fs::write(out.join("summary.txt"), &summary) {
                 eprintln!("archiver: cannot write summary.txt: {e}");
             }
@@ -635,7 +635,7 @@ fn already_complete(
     name: &str,
     path: &std::path::Path,
     out: &std::path::Path,
-    stats: &archiver::report::Stats,
+    stats: &archiver::logs::report::Stats,
 ) -> ExitCode {
     let last = stats
         .runs

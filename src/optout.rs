@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 
 use chrono::NaiveDate;
 
-use crate::canon;
+use crate::cdx::canon;
 use crate::index::{self, IndexError, InputError, Problem, Span, Visitor, WarcHead};
 
 /// What an entry names.

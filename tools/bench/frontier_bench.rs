@@ -16,8 +16,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use archiver::frontier::sqlite::{CrawlIdentity, SqliteFrontier};
 use archiver::frontier::{Candidate, Frontier};
-use archiver::store::{CrawlIdentity, SqliteFrontier};
 use url::Url;
 
 const SITES: u64 = 1000;

@@ -2,7 +2,7 @@
 //! HTML (`<style>` blocks and `style` attributes, through `extract_html`).
 #![no_main]
 
-use archiver::{css, extract};
+use archiver::extract::{self, css};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -4,14 +4,14 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    archiver::profile::disable_name_lookups();
+    archiver::config::disable_name_lookups();
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
     // A folder that does not exist: file names in the profile (opt-out lists, CA roots,
     // earlier crawls) resolve to nothing rather than to files of this machine.
     let path = std::path::Path::new("/nonexistent-archiver-fuzz/profile.toml");
-    match archiver::profile::Profile::parse(path, text) {
+    match archiver::config::Profile::parse(path, text) {
         Ok(profile) => {
             let _ = profile.describe();
         }

@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use archiver::robots::Policy;
+use archiver::politeness::robots::Policy;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -63,7 +63,7 @@ pub enum FetchError {
     Other(String),
     /// The address guard refused the server's address: nothing was sent.
     #[error("{0}")]
-    Refused(crate::guard::Refused),
+    Refused(crate::net::guard::Refused),
 }
 
 impl FetchError {
@@ -75,7 +75,7 @@ impl FetchError {
             FetchError::Broken(_) => -3,
             FetchError::Timeout(_) => -4,
             FetchError::Other(_) => -5,
-            FetchError::Refused(_) => crate::crawllog::status::OUT_OF_SCOPE,
+            FetchError::Refused(_) => crate::logs::crawllog::status::OUT_OF_SCOPE,
         }
     }
 }

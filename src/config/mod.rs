@@ -12,12 +12,11 @@ use serde::Deserialize;
 use url::Url;
 
 use crate::politeness::{BudgetKind, PolitenessSettings, MIN_DELAY_FLOOR};
-use crate::rules::{self, MimeRule, RuleSettings};
+use crate::scope::rules::{self, MimeRule, RuleSettings};
 use crate::scope::ScopeSettings;
 
 mod shape;
 use crate::warc::WarcVersion;
-
 
 /// A profile that could not be used, with where the problem is: the first problem found (in
 /// file order), and in `more` every other one, so one run shows them all.
@@ -130,7 +129,7 @@ struct RawProfile {
     traps: RawTraps,
 }
 
-/// `[traps]`: every crawler-trap rule, tunable (see `crate::traps::TrapSettings`).
+/// `[traps]`: every crawler-trap rule, tunable (see `crate::scope::traps::TrapSettings`).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 struct RawTraps {
@@ -149,7 +148,7 @@ struct RawTraps {
 
 impl Default for RawTraps {
     fn default() -> Self {
-        let d = crate::traps::TrapSettings::default();
+        let d = crate::scope::traps::TrapSettings::default();
         let n = |v: usize| i64::try_from(v).unwrap_or(i64::MAX);
         RawTraps {
             enabled: d.enabled,
@@ -354,8 +353,8 @@ pub struct Profile {
     pub send_referer: bool,
     pub scope: ScopeSettings,
     /// The `[traps]` table: crawler-trap rules and their thresholds.
-    pub traps: crate::traps::TrapSettings,
-    /// The `[scope]` rules applied by `crate::rules::ScopeRules`.
+    pub traps: crate::scope::traps::TrapSettings,
+    /// The `[scope]` rules applied by `crate::scope::rules::ScopeRules`.
     pub rules: RuleSettings,
     pub politeness: PolitenessSettings,
     pub obey_robots: bool,
@@ -381,7 +380,7 @@ pub struct Profile {
     /// Most links taken from one page (Heritrix's default is 6,000 too).
     pub max_outlinks: usize,
     /// Which server addresses may be connected to (`[limits] allow_addresses`, loopback seeds).
-    pub guard: crate::guard::Guard,
+    pub guard: crate::net::guard::Guard,
     pub output_dir: PathBuf,
     pub prefix: String,
     pub warc_max_bytes: u64,
@@ -389,9 +388,6 @@ pub struct Profile {
     /// Pack the crawl as `OUT/NAME.wacz` when it ends.
     pub wacz: bool,
 }
-
-
-
 
 impl Profile {
     /// Reads and validates a profile file.
@@ -579,7 +575,7 @@ impl Profile {
 }
 
 /// The commented reference profile (`profiles/site.toml`), as `archiver profile init` writes it.
-pub const REFERENCE: &str = include_str!("../profiles/site.toml");
+pub const REFERENCE: &str = include_str!("../../profiles/site.toml");
 
 /// The profile of a quick crawl (`archiver crawl URL… --contact URL`): the reference profile
 /// with these seeds, a User-Agent carrying the contact URL, the name, and the output in the
@@ -940,7 +936,7 @@ impl Checker<'_> {
         allow: &[String],
         seeds: &[Url],
         resolve: &std::collections::HashMap<String, IpAddr>,
-    ) -> Result<crate::guard::Guard, ProfileError> {
+    ) -> Result<crate::net::guard::Guard, ProfileError> {
         let allowed = allow
             .iter()
             .map(|c| {
@@ -949,7 +945,7 @@ impl Checker<'_> {
             })
             .collect::<Result<Vec<_>, _>>()?;
         let loopback = seeds.iter().all(|u| is_loopback_seed(u, resolve));
-        Ok(crate::guard::Guard::new(loopback, allowed))
+        Ok(crate::net::guard::Guard::new(loopback, allowed))
     }
 
     fn seeds(&self, raw: &[String]) -> Result<Vec<Url>, ProfileError> {
@@ -1201,7 +1197,7 @@ impl Checker<'_> {
     }
 
     /// `[traps]`: thresholds are whole numbers, 0 turning a rule off; years are plain years.
-    fn traps(&self, raw: &RawTraps) -> Result<crate::traps::TrapSettings, ProfileError> {
+    fn traps(&self, raw: &RawTraps) -> Result<crate::scope::traps::TrapSettings, ProfileError> {
         let count = |key: &str, v: i64| {
             usize::try_from(v)
                 .map_err(|_| self.error(key, format!("must be 0 (off) or more, not {v}")))
@@ -1219,7 +1215,7 @@ impl Checker<'_> {
                 format!("must be 0 (off) or more, not {}", raw.repeated_content),
             )
         })?;
-        Ok(crate::traps::TrapSettings {
+        Ok(crate::scope::traps::TrapSettings {
             enabled: raw.enabled,
             max_url_chars: count("traps.max_url_chars", raw.max_url_chars)?,
             max_path_segments: count("traps.max_path_segments", raw.max_path_segments)?,
@@ -1424,7 +1420,7 @@ min_delay = 0.5
     #[test]
     fn traps_table_and_referer() {
         let p = parse(GOOD).unwrap();
-        assert_eq!(p.traps, crate::traps::TrapSettings::default());
+        assert_eq!(p.traps, crate::scope::traps::TrapSettings::default());
         assert!(p.send_referer);
         let src = format!(
             "{GOOD}[traps]\ncalendar = false\nrepeated_content = 0\nmax_url_chars = 500\n\

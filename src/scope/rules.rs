@@ -38,7 +38,7 @@ use url::{Host, Url};
 use crate::extract::Hop;
 use crate::scope::{Rejection, Scope};
 
-/// Scope rules beyond [`crate::scope::ScopeSettings`], in the same `[scope]` table (see `crate::rules`).
+/// Scope rules beyond [`crate::scope::ScopeSettings`], in the same `[scope]` table (see `crate::scope::rules`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RuleSettings {
     /// Matched prefixes (`http://(com,example,)/docs/`), already normalised.

@@ -4,8 +4,8 @@
 //! (delays, backoff, refusals, robots.txt group, what is kept), so it cannot drift from what
 //! the crawler really does with that profile.
 
+use crate::config::Profile;
 use crate::politeness::{BudgetKind, MIN_DELAY_FLOOR};
-use crate::profile::Profile;
 
 /// The output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

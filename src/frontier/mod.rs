@@ -6,6 +6,8 @@
 //! the page, so every archived page is complete before the crawl moves on (Heritrix's
 //! `preferenceEmbedHops`). Pages themselves are still taken in the order they were found.
 
+pub mod sqlite;
+
 use std::collections::{HashMap, HashSet, VecDeque};
 
 use url::Url;
@@ -54,7 +56,7 @@ impl Candidate {
 /// port, dot segments, percent-encoding of unsafe characters).
 pub fn seen_key(url: &Url) -> String {
     // Session ids make endless variants of one page: they do not make a URL new.
-    let mut u = crate::traps::strip_session_ids(url);
+    let mut u = crate::scope::traps::strip_session_ids(url);
     u.set_fragment(None);
     u.into()
 }

@@ -18,17 +18,17 @@ use anyhow::Context as _;
 use tokio::sync::{Notify, Semaphore};
 use url::Url;
 
-use crate::crawllog::{status, CrawlLog, Entry};
-use crate::dns::Resolver;
+use crate::config::Profile;
 use crate::extract::{self, Directives, Hop, Outlink};
-use crate::fetch::{BodyPlan, FetchError, FetchSettings, Fetched, Fetcher};
 use crate::frontier::{Candidate, Frontier, FrontierError};
-use crate::politeness::{self, Answer, Next, Refusals, Scheduler};
+use crate::logs::crawllog::{status, CrawlLog, Entry};
+use crate::logs::report::{Progress, Stats};
+use crate::logs::runlog::{RefusalLog, RunBook, RunLog, SiteBook};
+use crate::net::dns::Resolver;
+use crate::net::fetch::{BodyPlan, FetchError, FetchSettings, Fetched, Fetcher};
+use crate::politeness::robots::{self, Policy, Verdict};
 use crate::politeness::BudgetKind;
-use crate::profile::Profile;
-use crate::report::{Progress, Stats};
-use crate::robots::{self, Policy, Verdict};
-use crate::runlog::{RefusalLog, RunBook, RunLog, SiteBook};
+use crate::politeness::{self, Answer, Next, Refusals, Scheduler};
 use crate::scope::{origin_of, Scope};
 use crate::warc::{Exchange, Revisit, WarcSettings, WarcWriter};
 
@@ -76,7 +76,7 @@ enum Dns {
     /// Could not be resolved after every try: its URLs are logged and dropped.
     Failed,
     /// Resolved to an address the guard refuses: its URLs are logged `scope:address`.
-    Refused(crate::guard::Refused),
+    Refused(crate::net::guard::Refused),
 }
 
 /// One origin being crawled.
@@ -170,11 +170,11 @@ pub struct Crawler {
     fetcher: Fetcher,
     resolver: Resolver,
     scope: Scope,
-    rules: crate::rules::ScopeRules,
+    rules: crate::scope::rules::ScopeRules,
     /// The URL trap rules of the profile's `[traps]` table (None: all off).
-    url_traps: Option<crate::traps::UrlTrapRules>,
+    url_traps: Option<crate::scope::traps::UrlTrapRules>,
     /// Identical pages under ever-new URLs, per site (None: the rule is off).
-    content_traps: Option<Mutex<crate::traps::ContentTraps>>,
+    content_traps: Option<Mutex<crate::scope::traps::ContentTraps>>,
     state: Mutex<State>,
     /// Wakes the dispatcher: new work, a finished job, a resolved name, a stop.
     wake: Notify,
@@ -315,8 +315,8 @@ impl Crawler {
         Ok(Crawler {
             recovered_uris: Mutex::new(archived),
             scope: Scope::new(profile.scope.clone(), &profile.seeds),
-            rules: crate::rules::ScopeRules::new(&profile.rules, &profile.scope.include),
-            url_traps: crate::traps::UrlTrapRules::from_settings(
+            rules: crate::scope::rules::ScopeRules::new(&profile.rules, &profile.scope.include),
+            url_traps: crate::scope::traps::UrlTrapRules::from_settings(
                 &profile.traps,
                 chrono::Datelike::year(&chrono::Utc::now()),
             ),
@@ -551,12 +551,12 @@ async fn stop_signal(term: &mut Option<tokio::signal::unix::Signal>) -> bool {
 /// The crawl's frontier: an SQLite database in `OUT/state/`, so a crawl survives a crash and a
 /// later run of the same profile picks it up. The database refuses another profile's crawl.
 fn open_frontier(p: &Profile) -> anyhow::Result<Box<dyn Frontier>> {
-    let identity = crate::store::CrawlIdentity {
+    let identity = crate::frontier::sqlite::CrawlIdentity {
         name: p.name.clone(),
         seeds: p.seeds.iter().map(|u| u.to_string()).collect(),
     };
     let state = p.output_dir.join("state");
-    let store = crate::store::SqliteFrontier::open(&state, &identity)
+    let store = crate::frontier::sqlite::SqliteFrontier::open(&state, &identity)
         .with_context(|| format!("cannot use the crawl state in {}", state.display()))?;
     Ok(Box::new(store))
 }
@@ -580,9 +580,11 @@ fn load_digests(p: &Profile) -> anyhow::Result<crate::dedup::DigestIndex> {
 
 /// The repeated-content detector a `[traps]` table asks for: `repeated_content` identical
 /// pages under one path prefix before further ones are traps; None when the rule is off.
-fn content_traps(t: &crate::traps::TrapSettings) -> Option<Mutex<crate::traps::ContentTraps>> {
+fn content_traps(
+    t: &crate::scope::traps::TrapSettings,
+) -> Option<Mutex<crate::scope::traps::ContentTraps>> {
     (t.enabled && t.repeated_content > 0).then(|| {
-        Mutex::new(crate::traps::ContentTraps::new(
+        Mutex::new(crate::scope::traps::ContentTraps::new(
             t.repeated_content,
             0,
             1024,
@@ -629,7 +631,7 @@ impl Crawler {
             for origin in st.frontier.sites_with_work().unwrap_or_default() {
                 let n = st.frontier.queued(&origin) as u64;
                 *per_host
-                    .entry(crate::report::host_key(&origin))
+                    .entry(crate::logs::report::host_key(&origin))
                     .or_insert(0) += n;
             }
             per_host
@@ -712,7 +714,7 @@ impl Crawler {
         self.ensure_site(st, &origin);
         match st.sites.get(&origin).map(|s| s.dns) {
             Some(Dns::Refused(refused)) => {
-                let why = crate::guard::Refused::ANNOTATION;
+                let why = crate::net::guard::Refused::ANNOTATION;
                 self.log_dropped(&candidate, status::OUT_OF_SCOPE, why, Some(refused.extra()));
                 return;
             }
@@ -970,7 +972,7 @@ impl Crawler {
             }
             let spent = st.sites.get(&origin).map_or(0, |s| s.archived_bytes);
             if self.rules.over_byte_budget(spent) {
-                let why = crate::rules::BYTE_BUDGET;
+                let why = crate::scope::rules::BYTE_BUDGET;
                 self.drop_site_queue(st, &origin, status::BLOCKED_BY_QUOTA, why);
                 continue;
             }
@@ -1069,7 +1071,7 @@ impl Crawler {
     }
 
     /// Where the sites stand, for the progress line.
-    fn gauges(&self, st: &State) -> crate::report::Gauges {
+    fn gauges(&self, st: &State) -> crate::logs::report::Gauges {
         let now = SystemTime::now();
         let suspended = st
             .away
@@ -1078,7 +1080,7 @@ impl Crawler {
             .count();
         let active = self.running.load(Ordering::SeqCst);
         let waiting: usize = st.budgets.values().map(VecDeque::len).sum();
-        crate::report::Gauges {
+        crate::logs::report::Gauges {
             active,
             waiting: waiting.saturating_sub(active),
             suspended,
@@ -1166,7 +1168,7 @@ impl Crawler {
                         self.fail(e);
                         Vec::new()
                     });
-                    let why = crate::guard::Refused::ANNOTATION;
+                    let why = crate::net::guard::Refused::ANNOTATION;
                     for c in drained {
                         self.log_dropped(&c, status::OUT_OF_SCOPE, why, Some(refused.extra()));
                     }
@@ -1505,7 +1507,7 @@ impl Crawler {
     async fn run_fetch(&self, origin: &str, mut candidate: Candidate, thread: usize) -> Pace {
         candidate.attempts += 1;
         let retries_left = candidate.attempts <= self.profile.politeness.max_retries;
-        let hop = crate::rules::mime_hop(&candidate.path);
+        let hop = crate::scope::rules::mime_hop(&candidate.path);
         // Seeds have no via; a discovered URL names the page it was found on.
         let referer = candidate.via.as_ref().filter(|_| self.profile.send_referer);
         let plan = |status: u16, headers: &hyper::HeaderMap| self.body_plan(hop, status, headers);
@@ -1570,7 +1572,7 @@ impl Crawler {
             // Only successful answers are filtered by type (redirects, 404s and errors are the
             // site's answer and are always archived), and that was decided on the headers: the
             // body was never read, so nothing of it can be written.
-            notes.push(crate::rules::MIME_NOT_KEPT.to_string());
+            notes.push(crate::scope::rules::MIME_NOT_KEPT.to_string());
             let extra = serde_json::json!({
                 "content-type": f.header("content-type"),
                 "content-length": f.header("content-length"),
@@ -1668,7 +1670,7 @@ impl Crawler {
                 "{origin}: {} refusals in a row (last: {marker}); leaving the site alone until {} \
                  (round {}, then {}x slower)",
                 settings.threshold,
-                crate::runlog::format_epoch(until),
+                crate::logs::runlog::format_epoch(until),
                 refusals.round,
                 refusals.slowdown()
             ));
@@ -1719,8 +1721,8 @@ impl Crawler {
                 links.extend(page.links);
                 left_out = page.left_out;
                 if let Some(traps) = &self.content_traps {
-                    let text = crate::traps::visible_text(&decoded.bytes);
-                    let hash = crate::traps::text_hash(&text);
+                    let text = crate::scope::traps::visible_text(&decoded.bytes);
+                    let hash = crate::scope::traps::text_hash(&text);
                     trap = lock(traps).observe(origin, &f.url, hash);
                 }
             }
@@ -1730,7 +1732,10 @@ impl Crawler {
             let encoding = f.header("content-encoding");
             let decoded = extract::decode_body(encoding, &f.payload[..], MAX_DECODED_CSS);
             // References in a stylesheet are relative to the stylesheet itself.
-            let mut found = crate::css::css_links(&crate::css::decode(&decoded.bytes), &f.url);
+            let mut found = crate::extract::css::css_links(
+                &crate::extract::css::decode(&decoded.bytes),
+                &f.url,
+            );
             let room = self.profile.max_outlinks.saturating_sub(links.len());
             if found.len() > room {
                 left_out = found.len() - room;
@@ -1914,7 +1919,7 @@ struct Page {
     /// The decoded start of an HTML body (for challenge-page markers).
     text: Vec<u8>,
     /// Set when the page repeats pages already seen under ever-new URLs.
-    trap: Option<crate::traps::Trap>,
+    trap: Option<crate::scope::traps::Trap>,
     /// A redirect's `Location` that is no URL at all (logged, never fetched).
     bad_location: Option<String>,
     /// Links left out past `[limits] max_outlinks`.
@@ -2048,7 +2053,7 @@ impl Crawler {
 
     fn log_error(&self, c: &Candidate, e: &FetchError, thread: usize, annotations: Vec<String>) {
         if let FetchError::Refused(refused) = e {
-            let why = crate::guard::Refused::ANNOTATION;
+            let why = crate::net::guard::Refused::ANNOTATION;
             return self.log_dropped(c, status::OUT_OF_SCOPE, why, Some(refused.extra()));
         }
         self.write_log(Entry {
@@ -2079,7 +2084,7 @@ impl Crawler {
     }
 
     /// A URL dropped as a crawler trap: out of scope, with the rule and what it saw.
-    fn log_trap(&self, c: &Candidate, trap: &crate::traps::Trap) {
+    fn log_trap(&self, c: &Candidate, trap: &crate::scope::traps::Trap) {
         let extra = serde_json::json!({ "trap": trap.detail });
         self.log_dropped(c, status::OUT_OF_SCOPE, trap.rule, Some(extra));
     }
@@ -2123,9 +2128,9 @@ impl Crawler {
         let annotations: Vec<String> = entry
             .annotations
             .iter()
-            .map(|a| crate::crawllog::clean_annotation(a))
+            .map(|a| crate::logs::crawllog::clean_annotation(a))
             .collect();
-        lock(&self.stats).record(&crate::report::Outcome {
+        lock(&self.stats).record(&crate::logs::report::Outcome {
             uri: &uri,
             status: entry.status,
             size: entry.size,

@@ -8,7 +8,9 @@
 //! parsed the lenient way warcio parses it. The odd cases below are warcio's behaviour, kept on
 //! purpose.
 
-use crate::canon::surt;
+pub mod canon;
+
+use crate::cdx::canon::surt;
 
 /// What the indexer needs to know about one written WARC record.
 #[derive(Debug, Clone, Copy)]

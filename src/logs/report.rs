@@ -44,7 +44,7 @@ pub struct Stats {
     /// The crawl's seeds and what became of each (for exit code 3).
     pub seeds: BTreeMap<String, SeedOutcome>,
     /// Every run of the crawl so far, this one last.
-    pub runs: Vec<crate::runlog::Run>,
+    pub runs: Vec<crate::logs::runlog::Run>,
     /// crawl.log lines that could not be read back (a torn last line after a crash).
     pub unreadable_lines: u64,
     /// crawl.log lines written before this run started, and when it started (for its rate).
@@ -98,7 +98,7 @@ pub struct DropCounts {
 impl DropCounts {
     /// Counts a crawl.log line if a trap rule or a quota made it; true when it did.
     fn record(&mut self, status: i32, annotations: &[String]) -> bool {
-        let quota = status == crate::crawllog::status::BLOCKED_BY_QUOTA;
+        let quota = status == crate::logs::crawllog::status::BLOCKED_BY_QUOTA;
         let Some(rule) = annotations
             .iter()
             .find(|a| a.starts_with("trap:") || (quota && !a.starts_with("retry:")))
@@ -209,7 +209,7 @@ fn kept(annotations: &[String]) -> Kept {
     } else if annotations.iter().any(|a| a.starts_with("retry:"))
         || has("refused")
         || has("warc-write-failed")
-        || has(crate::rules::MIME_NOT_KEPT)
+        || has(crate::scope::rules::MIME_NOT_KEPT)
     {
         Kept::NotArchived
     } else if has("duplicate:digest") {
@@ -221,7 +221,7 @@ fn kept(annotations: &[String]) -> Kept {
 
 /// Words for a negative crawl.log status.
 pub fn status_words(code: i32) -> &'static str {
-    use crate::crawllog::status;
+    use crate::logs::crawllog::status;
     match code {
         status::DNS_FAILED => "DNS lookup failed",
         -2 => "connection failed",
@@ -263,7 +263,7 @@ impl Stats {
             if text.trim().is_empty() {
                 continue;
             }
-            match crate::crawllog::parse_line(&text) {
+            match crate::logs::crawllog::parse_line(&text) {
                 Some(l) => stats.record(&Outcome {
                     uri: &l.uri,
                     status: l.status,
@@ -285,7 +285,7 @@ impl Stats {
 
     /// Counts one crawl.log line.
     pub fn record(&mut self, o: &Outcome<'_>) {
-        use crate::crawllog::status;
+        use crate::logs::crawllog::status;
         *self.by_status.entry(o.status).or_default() += 1;
         let retry = o.annotations.iter().any(|a| a.starts_with("retry:"));
         let host = self.hosts.entry(host_key(o.uri)).or_default();
@@ -301,7 +301,7 @@ impl Stats {
                 let why = o.annotations.join(",");
                 seed.failure = Some(format!("{} {}, {why}", o.status, status_words(o.status)));
                 seed.failed_to_reach |= !is_policy_drop(o.status)
-                    || o.status == crate::crawllog::status::ROBOTS_PRECLUDED;
+                    || o.status == crate::logs::crawllog::status::ROBOTS_PRECLUDED;
             }
         }
         if o.status >= 500 || (o.status < 0 && !is_policy_drop(o.status)) {
@@ -390,7 +390,7 @@ impl Stats {
         let suspended: Vec<serde_json::Value> = self
             .suspended
             .iter()
-            .map(|(o, u)| serde_json::json!({"site": o, "until": crate::runlog::format_epoch(*u)}))
+            .map(|(o, u)| serde_json::json!({"site": o, "until": crate::logs::runlog::format_epoch(*u)}))
             .collect();
         let n = &self.not_fetched;
         serde_json::json!({
@@ -534,7 +534,7 @@ impl Stats {
                 "suspended:",
                 format!(
                     "{origin} until {} (it kept refusing us; a later run resumes it)",
-                    crate::runlog::format_epoch(*until)
+                    crate::logs::runlog::format_epoch(*until)
                 ),
             );
         }
@@ -592,7 +592,7 @@ fn warc_files(dir: &Path) -> (u64, u64) {
 
 /// Statuses of URLs that were left alone on purpose (not errors).
 fn is_policy_drop(code: i32) -> bool {
-    use crate::crawllog::status;
+    use crate::logs::crawllog::status;
     matches!(
         code,
         status::OUT_OF_SCOPE

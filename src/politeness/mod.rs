@@ -4,6 +4,8 @@
 //! `Crawl-delay`, the delay factor and `Retry-After` are tested without waiting. The async loop in
 //! `crawl` only sleeps until the instant this module names.
 
+pub mod robots;
+
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::hash::Hash;
@@ -48,7 +50,6 @@ impl Default for PolitenessSettings {
         }
     }
 }
-
 
 /// The longest pause a `Retry-After` header can impose; longer values are capped, not obeyed
 /// blindly, so one odd header cannot park a site for days.

@@ -6,13 +6,15 @@
 //! archived ([`Directives::discard_reason`]) and whether its links are queued
 //! ([`Directives::follow_links`]).
 //!
-//! Inline CSS (`<style>` elements and `style="…"` attributes) is handed to [`crate::css`],
+//! Inline CSS (`<style>` elements and `style="…"` attributes) is handed to [`crate::extract::css`],
 //! resolved against the document's base like every other reference.
 //!
 //! Parsing streams through `lol_html`, which never builds a DOM, so big pages cost linear time
 //! and little memory. Attribute values are collected raw during the parse and resolved after it,
 //! because a `<base href>` applies to every relative URL of the document, including those that
 //! come before it.
+
+pub mod css;
 
 use std::borrow::Cow;
 use std::cell::RefCell;
@@ -1006,7 +1008,7 @@ impl LinkList {
             self.left_out += 1;
             return;
         }
-        crate::css::add_links(css, base, &mut self.links, &mut self.seen);
+        crate::extract::css::add_links(css, base, &mut self.links, &mut self.seen);
         if self.links.len() > self.limit {
             self.left_out += self.links.len() - self.limit;
             self.links.truncate(self.limit);
