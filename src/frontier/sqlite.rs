@@ -1443,7 +1443,7 @@ mod tests {
         let mut child = Command::new(exe)
             .args([
                 "--exact",
-                "store::tests::crash_child",
+                "frontier::sqlite::tests::crash_child",
                 "--ignored",
                 "--nocapture",
             ])
