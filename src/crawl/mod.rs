@@ -32,6 +32,8 @@ use crate::politeness::{self, Answer, Next, Refusals, Scheduler};
 use crate::scope::{origin_of, Scope};
 use crate::warc::{Exchange, Revisit, WarcSettings, WarcWriter};
 
+mod candidates;
+
 /// A little is added to every pause, so that a server timing our requests with its own clock
 /// (which saw its answer end a little after we did) never measures less than the promised
 /// delay: 2% of the pause, at most 5 ms, nothing when the pause is zero (loopback benchmarks).
@@ -1786,39 +1788,22 @@ impl Crawler {
         }
     }
 
-    /// Decides one new outlink: the candidate to queue, or None (logged with the reason).
+    /// Decides one new outlink (see [`candidates::judge`]): the candidate to queue, or None,
+    /// logged with the reason.
     fn judge(&self, parent: &Candidate, link: Outlink) -> Option<Candidate> {
-        let mut path = parent.path.clone();
-        path.push(link.hop.letter());
-        let candidate = Candidate {
-            url: link.url,
-            path,
-            via: Some(parent.url.clone()),
-            attempts: 0,
+        let rules = candidates::Rules {
+            scope: &self.scope,
+            rules: &self.rules,
+            optout: &self.profile.optout,
+            url_traps: self.url_traps.as_ref(),
         };
-        let decision = self.rules.decide(
-            &self.scope,
-            &candidate.url,
-            candidate.hops(),
-            link.hop,
-            &parent.url,
-        );
-        if let Err(why) = decision {
-            self.log_unfetched(&candidate, status::OUT_OF_SCOPE, why);
-            return None;
+        match candidates::judge(&rules, parent, link) {
+            candidates::Verdict::Queue(candidate) => Some(candidate),
+            candidates::Verdict::Drop(dropped) => {
+                self.log_drop(dropped);
+                None
+            }
         }
-        if self.opted_out(&candidate) {
-            return None;
-        }
-        if let Some(trap) = self
-            .url_traps
-            .as_ref()
-            .and_then(|r| r.check(&candidate.url))
-        {
-            self.log_trap(&candidate, &trap);
-            return None;
-        }
-        Some(candidate)
     }
 
     /// Writes the exchange to the WARC (and so the CDXJ) and logs it: a full response, or a
@@ -2072,21 +2057,18 @@ impl Crawler {
     /// names the URL: it is never requested. A site whose whole host is opted out never even
     /// gets its robots.txt asked for, since none of its URLs is ever queued.
     fn opted_out(&self, c: &Candidate) -> bool {
-        let Some(entry) = self.profile.optout.matches(&c.url) else {
-            return false;
-        };
-        let extra = serde_json::json!({
-            "optout": entry.text,
-            "list": format!("{}:{}", entry.source.display(), entry.line),
-        });
-        self.log_dropped(c, status::BLOCKED_BY_USER, "optout", Some(extra));
-        true
+        match candidates::opted_out(&self.profile.optout, c) {
+            Some(dropped) => {
+                self.log_drop(dropped);
+                true
+            }
+            None => false,
+        }
     }
 
-    /// A URL dropped as a crawler trap: out of scope, with the rule and what it saw.
-    fn log_trap(&self, c: &Candidate, trap: &crate::scope::traps::Trap) {
-        let extra = serde_json::json!({ "trap": trap.detail });
-        self.log_dropped(c, status::OUT_OF_SCOPE, trap.rule, Some(extra));
+    /// The one crawl.log line of a URL the decide rules dropped.
+    fn log_drop(&self, d: candidates::Dropped) {
+        self.log_dropped(&d.candidate, d.status, d.why, d.extra);
     }
 
     /// A redirect whose `Location` is empty or no URL: logged `-7` (Heritrix's "unfetchable
