@@ -1146,31 +1146,40 @@ impl Checker<'_> {
                 })
                 .collect()
         };
-        let max_hops = u32::try_from(raw.max_hops)
-            .map_err(|_| self.error("scope.max_hops", "must be 0 or more"))?;
-        Ok(ScopeSettings {
+        let mut p = Problems::default();
+        let max_hops = p.take(
+            u32::try_from(raw.max_hops)
+                .map_err(|_| self.error("scope.max_hops", "must be 0 or more")),
+        );
+        let settings = ScopeSettings {
             max_hops,
-            max_pages_per_site: self
-                .positive("scope.max_pages_per_site", raw.max_pages_per_site)?,
-            include: regexes("scope.include", &raw.include)?,
-            exclude: regexes("scope.exclude", &raw.exclude)?,
+            max_pages_per_site: p
+                .take(self.positive("scope.max_pages_per_site", raw.max_pages_per_site)),
+            include: p.take(regexes("scope.include", &raw.include)),
+            exclude: p.take(regexes("scope.exclude", &raw.exclude)),
             embeds_off_site: raw.embeds_off_site,
-        })
+        };
+        p.finish(settings)
     }
 
     /// `surt_prefixes`, `max_path_depth`, `max_bytes_per_site` and `keep_mime` of `[scope]`.
     fn scope_rules(&self, raw: &RawScope) -> Result<RuleSettings, ProfileError> {
-        let surt_prefixes = raw
-            .surt_prefixes
-            .iter()
-            .map(|p| rules::parse_surt_prefix(p).map_err(|m| self.error("scope.surt_prefixes", m)))
-            .collect::<Result<Vec<_>, _>>()?;
-        let keep_mime = raw
-            .keep_mime
-            .iter()
-            .map(|m| rules::parse_mime_rule(m).map_err(|e| self.error("scope.keep_mime", e)))
-            .collect::<Result<Vec<_>, _>>()?;
-        let max_path_depth = u32::try_from(raw.max_path_depth).map_err(|_| {
+        let mut p = Problems::default();
+        let surt_prefixes = p.take(
+            raw.surt_prefixes
+                .iter()
+                .map(|p| {
+                    rules::parse_surt_prefix(p).map_err(|m| self.error("scope.surt_prefixes", m))
+                })
+                .collect::<Result<Vec<_>, _>>(),
+        );
+        let keep_mime = p.take(
+            raw.keep_mime
+                .iter()
+                .map(|m| rules::parse_mime_rule(m).map_err(|e| self.error("scope.keep_mime", e)))
+                .collect::<Result<Vec<_>, _>>(),
+        );
+        let max_path_depth = p.take(u32::try_from(raw.max_path_depth).map_err(|_| {
             self.error(
                 "scope.max_path_depth",
                 format!(
@@ -1178,8 +1187,8 @@ impl Checker<'_> {
                     raw.max_path_depth
                 ),
             )
-        })?;
-        let max_bytes_per_site = u64::try_from(raw.max_bytes_per_site).map_err(|_| {
+        }));
+        let max_bytes_per_site = p.take(u64::try_from(raw.max_bytes_per_site).map_err(|_| {
             self.error(
                 "scope.max_bytes_per_site",
                 format!(
@@ -1187,8 +1196,8 @@ impl Checker<'_> {
                     raw.max_bytes_per_site
                 ),
             )
-        })?;
-        Ok(RuleSettings {
+        }));
+        p.finish(RuleSettings {
             surt_prefixes,
             max_path_depth,
             max_bytes_per_site,
@@ -1209,28 +1218,31 @@ impl Checker<'_> {
                 Err(self.error(key, format!("must be a year from 0 to 9999, not {v}")))
             }
         };
-        let repeated_content = u32::try_from(raw.repeated_content).map_err(|_| {
+        let mut p = Problems::default();
+        let repeated_content = p.take(u32::try_from(raw.repeated_content).map_err(|_| {
             self.error(
                 "traps.repeated_content",
                 format!("must be 0 (off) or more, not {}", raw.repeated_content),
             )
-        })?;
-        Ok(crate::scope::traps::TrapSettings {
+        }));
+        let settings = crate::scope::traps::TrapSettings {
             enabled: raw.enabled,
-            max_url_chars: count("traps.max_url_chars", raw.max_url_chars)?,
-            max_path_segments: count("traps.max_path_segments", raw.max_path_segments)?,
-            max_query_params: count("traps.max_query_params", raw.max_query_params)?,
-            repeated_param: count("traps.repeated_param", raw.repeated_param)?,
-            repeated_segment: count("traps.repeated_segment", raw.repeated_segment)?,
+            max_url_chars: p.take(count("traps.max_url_chars", raw.max_url_chars)),
+            max_path_segments: p.take(count("traps.max_path_segments", raw.max_path_segments)),
+            max_query_params: p.take(count("traps.max_query_params", raw.max_query_params)),
+            repeated_param: p.take(count("traps.repeated_param", raw.repeated_param)),
+            repeated_segment: p.take(count("traps.repeated_segment", raw.repeated_segment)),
             calendar: raw.calendar,
-            calendar_years_ahead: year("traps.calendar_years_ahead", raw.calendar_years_ahead)?,
-            calendar_min_year: year("traps.calendar_min_year", raw.calendar_min_year)?,
-            calendar_min_bare_year: year(
+            calendar_years_ahead: p
+                .take(year("traps.calendar_years_ahead", raw.calendar_years_ahead)),
+            calendar_min_year: p.take(year("traps.calendar_min_year", raw.calendar_min_year)),
+            calendar_min_bare_year: p.take(year(
                 "traps.calendar_min_bare_year",
                 raw.calendar_min_bare_year,
-            )?,
+            )),
             repeated_content,
-        })
+        };
+        p.finish(settings)
     }
 
     fn positive(&self, key: &str, value: i64) -> Result<u64, ProfileError> {
@@ -1248,6 +1260,28 @@ impl Checker<'_> {
             ));
         }
         Ok(Duration::from_secs_f64(value))
+    }
+}
+
+/// The problems of one table, gathered so that every bad value is reported at once rather
+/// than only the first: a bad value is stood in for by its type's default, which is never used
+/// because `finish` then fails with all of them.
+#[derive(Default)]
+struct Problems(Vec<ProfileError>);
+
+impl Problems {
+    fn take<T: Default>(&mut self, r: Result<T, ProfileError>) -> T {
+        r.unwrap_or_else(|e| {
+            self.0.push(e);
+            T::default()
+        })
+    }
+
+    fn finish<T>(self, value: T) -> Result<T, ProfileError> {
+        match ProfileError::from_many(self.0) {
+            Some(e) => Err(e),
+            None => Ok(value),
+        }
     }
 }
 
@@ -1513,6 +1547,28 @@ min_delay = 0.5
         let src = format!("{GOOD}[scope]\nkeep_mime = [\"text/\"]\n");
         let e = parse(&src).unwrap_err();
         assert!(e.message.contains("\"text/\""), "{e}");
+    }
+
+    #[test]
+    fn every_bad_value_of_scope_and_traps_is_reported() {
+        let src = GOOD.to_string()
+            + "[scope]\nmax_hops = -1\ninclude = [\"(\"]\nmax_path_depth = -2\nkeep_mime = [\"\"]\n"
+            + "[traps]\nmax_url_chars = -1\ncalendar_min_year = 10000\n";
+        let e = parse(&src).unwrap_err();
+        let mut keys: Vec<&str> = e.all().map(|e| e.key.as_str()).collect();
+        keys.sort_unstable();
+        assert_eq!(
+            keys,
+            [
+                "scope.include",
+                "scope.keep_mime",
+                "scope.max_hops",
+                "scope.max_path_depth",
+                "traps.calendar_min_year",
+                "traps.max_url_chars"
+            ],
+            "{e}"
+        );
     }
 
     #[test]
