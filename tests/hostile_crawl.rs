@@ -145,7 +145,13 @@ fn hostile_sites() -> Vec<(&'static str, RawSite, &'static str)> {
     add(
         "slowloris-head",
         "/",
-        simple(|_, s| trickle(s, b"H", Duration::from_millis(300), 1000)),
+        // A valid status line, then a header that never ends: the head can only time out
+        // (a trickle of bytes that are not HTTP would be a malformed answer, -5, instead).
+        simple(|_, s| {
+            if s.write_all(b"HTTP/1.1 200 OK\r\nX-Slow: ").is_ok() {
+                trickle(s, b"a", Duration::from_millis(300), 1000);
+            }
+        }),
     );
     add(
         "slowloris-body",
