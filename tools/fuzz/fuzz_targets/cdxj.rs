@@ -20,7 +20,7 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(crawl) = archiver::diff::Crawl::locate(&path) {
         let mut out = Vec::new();
         for format in [archiver::diff::Format::Json, archiver::diff::Format::Text] {
-            let _ = archiver::diff::diff(&crawl, &crawl, format, None, &mut out);
+            let _ = archiver::diff::diff(&crawl, &crawl, format, None, true, &mut out);
         }
     }
 });
