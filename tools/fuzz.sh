@@ -32,7 +32,7 @@ run_one() {
   mkdir -p "tools/fuzz/corpus/$target"
   set +e
   cargo +nightly fuzz run --fuzz-dir tools/fuzz "$target" "tools/fuzz/corpus/$target" -- \
-    -max_total_time="$SECONDS_EACH" -rss_limit_mb=2048 -timeout=20 -print_final_stats=1 \
+    -max_total_time="$SECONDS_EACH" -rss_limit_mb=2048 -timeout=20 -print_final_stats=1 -detect_leaks=0 \
     >"$LOGS/$target.log" 2>&1
   rc=$?
   set -e
