@@ -35,6 +35,13 @@ for pin in sys.argv[1:]:
 PY
 }
 
+# CI builds once from a clean clone: incremental caches would only double what the build writes.
+if [ "${CI:-}" = true ]; then
+  export CARGO_INCREMENTAL=0
+fi
+step "free disk space (a clean build and its tests need about 4 GB)"
+df -h "$REPO" | tail -n 1
+
 step "Python tools in $VENV (${PINS[*]})"
 if ! "$VENV/bin/python" -c 'import sys' 2>/dev/null; then
   command -v "$PYTHON" >/dev/null || die "$PYTHON not found: install Python 3.11 (with venv and pip)"
