@@ -79,6 +79,6 @@ step "cargo clippy --all-targets -- -D warnings"
 cargo clippy --all-targets -- -D warnings || die "clippy found problems"
 
 step "cargo test"
-cargo test || die "tests failed"
+cargo test --no-fail-fast || die "tests failed"
 
 step "all checks passed"
