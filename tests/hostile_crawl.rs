@@ -380,6 +380,21 @@ fn robots_redirected(target: String) -> RawSite {
     )
 }
 
+/// In the namespace: a site whose robots.txt redirects to a name resolved to an inward address.
+fn robots_redirected_inward() -> RawSite {
+    RawSite::start(
+        ip("127.0.0.97"),
+        0,
+        route(|path, s| match path {
+            "/robots.txt" => {
+                let to = "http://inward-robots.test/robots.txt";
+                respond(s, "302 Found", &[("Location", to)], b"");
+            }
+            _ => respond_html(s, "<p>never fetched</p>"),
+        }),
+    )
+}
+
 /// The ordinary site: 60 small pages in a chain with side links, each with its own words
 /// (near-identical pages would rightly be taken for a trap).
 fn ordinary() -> RawSite {
@@ -442,6 +457,7 @@ fn crawl_everything(inward: bool) {
     let hostile = hostile_sites();
     let target = robots_target();
     let redirected = robots_redirected(target.origin());
+    let inward_robots = inward.then(robots_redirected_inward);
     // The hub links to every hostile site (and, in the namespace, inward).
     let mut hub_links: Vec<String> = hostile
         .iter()
@@ -459,6 +475,7 @@ fn crawl_everything(inward: bool) {
             .map(String::from),
         );
         hub_links.push("/to-metadata".to_string());
+        hub_links.extend(inward_robots.iter().map(|s| format!("{}/", s.origin())));
     }
     let hub_html: String = hub_links
         .iter()
@@ -507,6 +524,7 @@ timeout = 3.0
 
 [resolve]
 "inward.test" = "10.9.9.9"
+"inward-robots.test" = "192.168.77.7"
 
 [output]
 dir = "out"
@@ -586,8 +604,8 @@ dir = "out"
     check_warcio(&out, &records);
     eprintln!("checking {} crawl.log lines", log.len());
     check_outcomes(&log, &flood_lines, &records, &hostile, &redirected, &target);
-    if let Some(listeners) = &listeners {
-        check_inward(&log, listeners);
+    if let (Some(listeners), Some(robots)) = (&listeners, &inward_robots) {
+        check_inward(&log, listeners, robots);
     }
     println!(
         "hostile suite: {:.1} s in all",
@@ -869,7 +887,7 @@ fn check_outcomes(
 }
 
 /// Inward addresses: refused before any connection, logged `-5000 scope:address`.
-fn check_inward(log: &[LogLine], listeners: &Listeners) {
+fn check_inward(log: &[LogLine], listeners: &Listeners, robots_site: &RawSite) {
     assert_eq!(
         listeners.connections(),
         0,
@@ -904,4 +922,14 @@ fn check_inward(log: &[LogLine], listeners: &Listeners) {
     assert!(!log
         .iter()
         .any(|l| l.uri.starts_with("http://10.9.9.9/robots.txt")));
+    // A robots.txt redirected inward: refused, so the redirecting site's robots.txt is
+    // unavailable and its pages are never fetched.
+    assert_eq!(
+        address_of("http://inward-robots.test/robots.txt"),
+        "192.168.77.7"
+    );
+    assert!(!robots_site.hits().iter().any(|h| h.path != "/robots.txt"));
+    let page = format!("{}/", robots_site.origin());
+    let page_line = log.iter().rev().find(|l| l.uri == page);
+    assert_eq!(page_line.map(|l| l.status), Some(-61), "{page_line:?}");
 }

@@ -171,6 +171,85 @@ fn two_host_names_on_one_address_share_one_budget() {
 }
 
 #[test]
+fn robots_txt_redirected_to_another_server_waits_for_that_servers_budget() {
+    // One server (the target) holds the robots.txt that four others redirect theirs to, and
+    // is crawled itself: every request it gets, the redirected robots.txt included, keeps its
+    // delay. Before, each redirecting site fetched it on its own budget, all at once.
+    let target = TestSite::start(
+        "127.0.0.6".parse().expect("ip"),
+        small_site(|req| {
+            (req.target == "/shared-robots.txt").then(|| {
+                response(
+                    "200 OK",
+                    &[("Content-Type", "text/plain")],
+                    b"User-agent: *\nDisallow: /no\n",
+                )
+            })
+        }),
+    );
+    let shared = format!("{}/shared-robots.txt", target.origin());
+    let redirecting: Vec<TestSite> = (7..11)
+        .map(|last| {
+            let to = shared.clone();
+            TestSite::start(
+                format!("127.0.0.{last}").parse().expect("ip"),
+                Arc::new(move |req: &Request| match req.target.as_str() {
+                    "/robots.txt" => response("301 Moved Permanently", &[("Location", &to)], b""),
+                    "/" => html(b"<a href=/no>no</a><a href=/yes>yes</a>"),
+                    _ => html(b"<p>page</p>"),
+                }),
+            )
+        })
+        .collect();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut seeds = vec![format!("{}/", target.origin())];
+    seeds.extend(redirecting.iter().map(|s| format!("{}/", s.origin())));
+    let p = profile(dir.path(), &seeds, "min_delay = 0.3", "");
+    crawl(dir.path(), &p, "robots-redirect-budget");
+
+    let log = target.exchanges();
+    let fetched = log
+        .iter()
+        .filter(|e| e.request.target == "/shared-robots.txt")
+        .count();
+    assert_eq!(fetched, 4, "one redirected robots.txt per redirecting site");
+    assert_eq!(
+        log.len(),
+        4 + 6,
+        "and the target's own robots.txt, / and 4 pages"
+    );
+    assert_paced(&log, Duration::from_millis(300), "the redirect target");
+    // The rules found there are the redirecting sites' rules.
+    let lines = crawl_log(dir.path());
+    for site in &redirecting {
+        let status = |path: &str| {
+            let uri = format!("{}{path}", site.origin());
+            lines.iter().find(|l| l.uri == uri).map(|l| l.status)
+        };
+        assert_eq!(
+            status("/no"),
+            Some(-9998),
+            "{}: /no is disallowed",
+            site.origin()
+        );
+        assert_eq!(
+            status("/yes"),
+            Some(200),
+            "{}: /yes is allowed",
+            site.origin()
+        );
+        assert!(
+            !site.exchanges().iter().any(|e| e.request.target == "/no"),
+            "{}: /no was requested",
+            site.origin()
+        );
+    }
+    let robots: Vec<&LogLine> = lines.iter().filter(|l| l.uri == shared).collect();
+    assert_eq!(robots.len(), 4);
+    assert!(robots.iter().all(|l| l.status == 200 && l.hops == "PR"));
+}
+
+#[test]
 fn answers_429_slow_the_host_down_then_the_page_is_archived_once() {
     let site = TestSite::start(
         "127.0.0.1".parse().expect("ip"),

@@ -66,6 +66,33 @@ enum RobotsState {
     Unavailable { attempts: u32 },
     /// Given up: every URL of the site is logged as a failed prerequisite.
     GivenUp,
+    /// robots.txt redirected to another site's server: the site waits (fetching nothing)
+    /// until that server, on its own budget, has answered. `attempts` as in `Unavailable`.
+    Chasing { attempts: u32 },
+}
+
+impl RobotsState {
+    /// Tries of robots.txt that failed so far.
+    fn failed_attempts(&self) -> u32 {
+        match self {
+            RobotsState::Unavailable { attempts } | RobotsState::Chasing { attempts } => *attempts,
+            _ => 0,
+        }
+    }
+}
+
+/// A robots.txt redirect to another origin, waiting for that origin's budget: the request
+/// goes to another server, so it waits for that server's pause like any request to it (a
+/// hundred sites redirecting their robots.txt to one host are a hundred requests to that
+/// host), and what it answers settles the robots.txt of `owner`.
+#[derive(Debug, Clone)]
+struct RobotsChase {
+    /// The site whose robots.txt this is.
+    owner: String,
+    /// The redirect target, as a prerequisite URL (`P…R`).
+    candidate: Candidate,
+    /// Redirects followed before this request.
+    hop: usize,
 }
 
 /// Where a site stands with name resolution.
@@ -95,6 +122,8 @@ struct Site {
     archived_bytes: u64,
     /// The largest `Retry-After` the site ever sent: its pause from then on, across resumes.
     retry_after_floor: Duration,
+    /// Other sites' robots.txt redirected here, fetched before the site's own work.
+    chases: VecDeque<RobotsChase>,
 }
 
 impl Site {
@@ -125,6 +154,11 @@ enum Job {
     Fetch {
         origin: String,
         candidate: Box<Candidate>,
+    },
+    /// Another site's robots.txt, redirected to this site's server.
+    Chase {
+        origin: String,
+        chase: Box<RobotsChase>,
     },
 }
 
@@ -660,6 +694,11 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// Does a site have anything to fetch: queued URLs, or other sites' robots.txt redirected to it?
+fn has_work(st: &State, origin: &str) -> bool {
+    st.frontier.queued(origin) > 0 || st.sites.get(origin).is_some_and(|s| !s.chases.is_empty())
+}
+
 /// Is this response HTML worth extracting links from?
 fn is_html(headers: &hyper::HeaderMap) -> bool {
     headers
@@ -760,6 +799,7 @@ impl Crawler {
                 refusals,
                 archived_bytes: 0,
                 retry_after_floor: floor.unwrap_or_default(),
+                chases: VecDeque::new(),
             },
         );
         self.start_resolve(st, origin, Duration::ZERO);
@@ -901,7 +941,7 @@ impl Crawler {
                 settled.push(origin.clone());
                 continue;
             };
-            if st.frontier.queued(origin) == 0 {
+            if !has_work(st, origin) {
                 continue;
             }
             if site.refusals.suspended(now) {
@@ -934,7 +974,7 @@ impl Crawler {
         let now = Instant::now();
         loop {
             let origin = st.budgets.get_mut(budget)?.pop_front()?;
-            if st.frontier.queued(&origin) == 0 {
+            if !has_work(st, &origin) {
                 continue; // the site ran out of work: it leaves the round-robin
             }
             let site = st.sites.get_mut(&origin)?;
@@ -953,6 +993,14 @@ impl Crawler {
                     continue;
                 }
             }
+            if let Some(chase) = site.chases.pop_front() {
+                // Another site's robots.txt goes first: that site waits for it.
+                self.requeue_origin(st, budget, &origin);
+                return Some(Job::Chase {
+                    origin,
+                    chase: Box::new(chase),
+                });
+            }
             if matches!(&site.robots, RobotsState::Known(p) if p.expired(now)) {
                 site.robots = RobotsState::Unknown;
             }
@@ -970,6 +1018,8 @@ impl Crawler {
                     );
                     continue;
                 }
+                // Back in the round-robin once the other server has answered.
+                RobotsState::Chasing { .. } => continue,
                 RobotsState::Known(_) => {}
             }
             let spent = st.sites.get(&origin).map_or(0, |s| s.archived_bytes);
@@ -1037,7 +1087,7 @@ impl Crawler {
 
     /// Puts an origin back at the end of its budget's round-robin if it still has work.
     fn requeue_origin(&self, st: &mut State, budget: &str, origin: &str) {
-        if st.frontier.queued(origin) > 0 {
+        if has_work(st, origin) {
             if let Some(list) = st.budgets.get_mut(budget) {
                 if !list.iter().any(|o| o == origin) {
                     list.push_back(origin.to_string());
@@ -1164,6 +1214,7 @@ impl Crawler {
                     // Nothing is sent to it, not even a request for robots.txt.
                     site.dns = Dns::Refused(refused);
                     site.budget = None;
+                    let chases = std::mem::take(&mut site.chases);
                     self.runlog
                         .line(&format!("{origin}: resolved to {ip}; refused: {refused}"));
                     let drained = st.frontier.drain(origin).unwrap_or_else(|e| {
@@ -1174,6 +1225,7 @@ impl Crawler {
                     for c in drained {
                         self.log_dropped(&c, status::OUT_OF_SCOPE, why, Some(refused.extra()));
                     }
+                    self.fail_chases(&mut st, origin, chases.into());
                 }
             },
             Err(e) if site.dns_failures < max => {
@@ -1188,7 +1240,9 @@ impl Crawler {
                 site.dns = Dns::Failed;
                 self.runlog
                     .line(&format!("{origin}: DNS lookup failed, giving up: {e}"));
+                let chases = std::mem::take(&mut site.chases);
                 self.drop_site_queue(&mut st, origin, status::DNS_FAILED, "dns-failed");
+                self.fail_chases(&mut st, origin, chases.into());
             }
         }
         drop(st);
@@ -1205,9 +1259,14 @@ impl Crawler {
     /// foresaw) is caught: the URL is logged `-5` with the panic message, it leaves the
     /// in-flight list, and the budget is given back — the crawl goes on.
     async fn run_job_caught(self: Arc<Self>, job: Job, thread: usize) -> Pace {
-        let (origin, candidate) = match &job {
-            Job::Robots { origin } => (origin.clone(), None),
-            Job::Fetch { origin, candidate } => (origin.clone(), Some((**candidate).clone())),
+        let (origin, robots_of, candidate) = match &job {
+            Job::Robots { origin } => (origin.clone(), Some(origin.clone()), None),
+            Job::Fetch { origin, candidate } => (origin.clone(), None, Some((**candidate).clone())),
+            Job::Chase { origin, chase } => (
+                origin.clone(),
+                Some(chase.owner.clone()),
+                Some(chase.candidate.clone()),
+            ),
         };
         let crawler = self.clone();
         let run = tokio::spawn(async move { crawler.run_job(job, thread).await });
@@ -1217,16 +1276,18 @@ impl Crawler {
                 let message = panic_message(e);
                 self.runlog
                     .line(&format!("{origin}: a job failed unexpectedly: {message}"));
-                self.job_panicked(&origin, candidate, &message, thread)
+                self.job_panicked(&origin, robots_of.as_deref(), candidate, &message, thread)
             }
         }
     }
 
     /// Logs the URL of a job that panicked and settles it, as a failure that is not retried
-    /// (a robots.txt job counts as one failed try, so the site is given up in the end).
+    /// (a robots.txt job counts as one failed try of `robots_of`, so that site is given up in
+    /// the end).
     fn job_panicked(
         &self,
         origin: &str,
+        robots_of: Option<&str>,
         candidate: Option<Candidate>,
         message: &str,
         thread: usize,
@@ -1242,23 +1303,26 @@ impl Crawler {
             answer: Answer::Overloaded,
             retry_after: None,
         };
-        match candidate {
-            Some(c) => {
-                self.log_error(&c, &error, thread, Vec::new());
-                self.finished(&c.url);
-            }
+        let candidate = candidate.or_else(|| {
+            let url = Url::parse(origin)
+                .ok()
+                .and_then(|u| robots::robots_url(&u))?;
+            Some(Candidate {
+                url,
+                path: "P".to_string(),
+                via: Url::parse(origin).ok(),
+                attempts: 0,
+            })
+        });
+        if let Some(c) = &candidate {
+            self.log_error(c, &error, thread, Vec::new());
+        }
+        match robots_of {
+            Some(owner) => self.settle_robots(owner, origin, None, &mut pace),
             None => {
-                let robots = Url::parse(origin).ok().and_then(|u| robots::robots_url(&u));
-                if let Some(url) = robots {
-                    let c = Candidate {
-                        url,
-                        path: "P".to_string(),
-                        via: Url::parse(origin).ok(),
-                        attempts: 0,
-                    };
-                    self.log_error(&c, &error, thread, Vec::new());
+                if let Some(c) = &candidate {
+                    self.finished(&c.url);
                 }
-                self.settle_robots(origin, None, &mut pace);
             }
         }
         self.commit();
@@ -1269,6 +1333,7 @@ impl Crawler {
         match job {
             Job::Robots { origin } => self.run_robots(&origin, thread).await,
             Job::Fetch { origin, candidate } => self.run_fetch(&origin, *candidate, thread).await,
+            Job::Chase { origin, chase } => self.robots_chain(&origin, *chase, thread).await,
         }
     }
 
@@ -1327,18 +1392,36 @@ impl Crawler {
 
     /// Fetches robots.txt for a site, following up to 5 redirects and archiving every answer.
     async fn run_robots(&self, origin: &str, thread: usize) -> Pace {
-        let Some(mut url) = Url::parse(origin).ok().and_then(|u| robots::robots_url(&u)) else {
+        let Some(url) = Url::parse(origin).ok().and_then(|u| robots::robots_url(&u)) else {
             return Pace::idle();
         };
-        let mut candidate = Candidate {
-            url: url.clone(),
+        let candidate = Candidate {
+            url,
             path: "P".to_string(),
             via: Url::parse(origin).ok(),
             attempts: 0,
         };
+        let chase = RobotsChase {
+            owner: origin.to_string(),
+            candidate,
+            hop: 0,
+        };
+        self.robots_chain(origin, chase, thread).await
+    }
+
+    /// Fetches a robots.txt URL of `origin`'s server on that server's budget, with the
+    /// redirects that stay on it. A redirect to another origin is handed to that origin (its
+    /// budget, its address, the guard's check of it) and this job ends; the answer at the end
+    /// of the chain settles the robots.txt of `chase.owner`.
+    async fn robots_chain(&self, origin: &str, chase: RobotsChase, thread: usize) -> Pace {
+        let RobotsChase {
+            owner,
+            mut candidate,
+            hop: first,
+        } = chase;
         let mut pace = Pace::idle();
         let mut outcome: Option<(Policy, Verdict)> = None;
-        for hop in 0..=robots::MAX_ROBOTS_REDIRECTS {
+        for hop in first..=robots::MAX_ROBOTS_REDIRECTS {
             // robots.txt is read whole and sent without a Referer.
             let read_all = |_: u16, _: &hyper::HeaderMap| BodyPlan::Read { keep: true };
             let fetched = match self.fetch_on(origin, &candidate, None, read_all).await {
@@ -1350,7 +1433,7 @@ impl Crawler {
                 }
             };
             let mut f = fetched;
-            // A Retry-After on robots.txt (a 503, say) is the site speaking too: it sticks.
+            // A Retry-After on robots.txt (a 503, say) is the server speaking too: it sticks.
             let retry_after = f
                 .header("retry-after")
                 .and_then(|v| politeness::parse_retry_after(v, SystemTime::now()));
@@ -1368,13 +1451,23 @@ impl Crawler {
             self.log_unfollowed_robots_redirect(&candidate, &f);
             match location {
                 Some(target) if hop < robots::MAX_ROBOTS_REDIRECTS => {
-                    candidate = Candidate {
-                        url: target.clone(),
+                    let next = Candidate {
+                        url: target,
                         path: format!("{}R", candidate.path),
-                        via: Some(url.clone()),
+                        via: Some(candidate.url.clone()),
                         attempts: 0,
                     };
-                    url = target;
+                    if origin_of(&next.url) != origin {
+                        let hop = hop + 1;
+                        let chase = RobotsChase {
+                            owner,
+                            candidate: next,
+                            hop,
+                        };
+                        self.hand_off_robots(chase);
+                        return pace;
+                    }
+                    candidate = next;
                     // Stay polite inside the redirect chain too.
                     let at = pace.end + pace.base;
                     tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await;
@@ -1402,8 +1495,48 @@ impl Crawler {
                 }
             }
         }
-        self.settle_robots(origin, outcome, &mut pace);
+        self.settle_robots(&owner, origin, outcome, &mut pace);
         pace
+    }
+
+    /// Queues a robots.txt redirect on the site it points to; the owner waits for it. A site
+    /// already refused by the guard or given up on DNS answers at once, as a failed try.
+    fn hand_off_robots(&self, chase: RobotsChase) {
+        let target = origin_of(&chase.candidate.url);
+        let mut st = lock(&self.state);
+        if let Some(owner) = st.sites.get_mut(&chase.owner) {
+            let attempts = owner.robots.failed_attempts();
+            owner.robots = RobotsState::Chasing { attempts };
+        }
+        self.ensure_site(&mut st, &target);
+        let Some(site) = st.sites.get_mut(&target) else {
+            return;
+        };
+        match site.dns {
+            Dns::Refused(_) | Dns::Failed => self.fail_chases(&mut st, &target, vec![chase]),
+            _ => {
+                site.chases.push_back(chase);
+                self.mark_work(&mut st, &target);
+            }
+        }
+    }
+
+    /// robots.txt redirects to a site that cannot be reached (refused by the guard, or its
+    /// name given up): each logged under its URL, and a failed try of its owner's robots.txt.
+    fn fail_chases(&self, st: &mut State, origin: &str, chases: Vec<RobotsChase>) {
+        let dns = st.sites.get(origin).map(|s| s.dns);
+        for chase in chases {
+            match dns {
+                Some(Dns::Refused(refused)) => {
+                    let why = crate::net::guard::Refused::ANNOTATION;
+                    let extra = Some(refused.extra());
+                    self.log_dropped(&chase.candidate, status::OUT_OF_SCOPE, why, extra);
+                }
+                _ => self.log_unfetched(&chase.candidate, status::DNS_FAILED, "dns-failed"),
+            }
+            let mut pace = Pace::idle();
+            self.settle_robots_locked(st, &chase.owner, origin, None, &mut pace);
+        }
     }
 
     /// A robots.txt redirect that cannot be followed (not http(s), or no URL at all) is said
@@ -1424,10 +1557,36 @@ impl Crawler {
         }
     }
 
-    /// Records what robots.txt said; on failure schedules another try or gives the site up.
-    fn settle_robots(&self, origin: &str, outcome: Option<(Policy, Verdict)>, pace: &mut Pace) {
+    /// Records what robots.txt of `origin` said (as fetched from `fetched_on`'s server); on
+    /// failure schedules another try or gives the site up.
+    fn settle_robots(
+        &self,
+        origin: &str,
+        fetched_on: &str,
+        outcome: Option<(Policy, Verdict)>,
+        pace: &mut Pace,
+    ) {
         let mut st = lock(&self.state);
+        self.settle_robots_locked(&mut st, origin, fetched_on, outcome, pace);
+    }
+
+    fn settle_robots_locked(
+        &self,
+        st: &mut State,
+        origin: &str,
+        fetched_on: &str,
+        outcome: Option<(Policy, Verdict)>,
+        pace: &mut Pace,
+    ) {
         let max_retries = self.profile.politeness.max_retries;
+        // The pause that follows is `fetched_on`'s; the rules (and their Crawl-delay) are the
+        // owner's, so they shape that pause only when the two are one site.
+        let mut scratch = Pace::idle();
+        let pace = if fetched_on == origin {
+            pace
+        } else {
+            &mut scratch
+        };
         let Some(site) = st.sites.get_mut(origin) else {
             return;
         };
@@ -1441,10 +1600,7 @@ impl Crawler {
                 site.robots = RobotsState::Known(policy);
             }
             _ => {
-                let attempts = match site.robots {
-                    RobotsState::Unavailable { attempts } => attempts + 1,
-                    _ => 1,
-                };
+                let attempts = site.robots.failed_attempts() + 1;
                 if attempts > max_retries {
                     self.runlog.line(&format!(
                         "{origin}: robots.txt unavailable, giving up the site"
@@ -1458,11 +1614,16 @@ impl Crawler {
                 }
             }
         }
+        if fetched_on != origin {
+            // It left the round-robin while it waited for the other server.
+            self.mark_work(st, origin);
+        }
     }
 
-    /// Fetches a URL of a resolved site. A URL of another origin (a robots.txt redirect to
-    /// another host) is resolved as its own URL and connected at its own address, so the
-    /// record never shows one server's answer under another's name. The guard checks the
+    /// Fetches a URL of a resolved site. Every job's URL is of its own site (a robots.txt
+    /// redirect to another one is handed to that site); should a URL of another origin come
+    /// here all the same, it is resolved as its own URL and connected at its own address, so
+    /// the record never shows one server's answer under another's name. The guard checks the
     /// address actually connected, whatever resolved it.
     async fn fetch_on(
         &self,
