@@ -178,6 +178,15 @@ enum Command {
         #[arg(long, value_enum)]
         format: Option<AboutFormat>,
     },
+    /// A shared crawl's state across its workers: queued, in flight, done per worker, leases.
+    Status {
+        /// The crawl profile (TOML) whose `[frontier] database` (or ARCHIVER_DATABASE) to read.
+        #[arg(long, value_name = "FILE")]
+        profile: PathBuf,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Work with profiles.
     #[command(after_help = PROFILE_HELP)]
     Profile {
@@ -360,6 +369,7 @@ fn main() -> ExitCode {
             }),
             _,
         ) => init(&file),
+        (Some(Command::Status { profile, json }), _) => status(&profile, json),
         (Some(Command::Index { warcs, output }), _) => index(&warcs, output.as_deref()),
         (
             Some(Command::Diff {
@@ -399,6 +409,33 @@ fn main() -> ExitCode {
         (None, None) => {
             eprintln!("archiver: nothing to do; try `archiver crawl --profile FILE` or --help");
             ExitCode::from(2)
+        }
+    }
+}
+
+/// `archiver status`: 0 printed, 2 bad profile or not a shared crawl, 1 database error.
+fn status(path: &std::path::Path, json: bool) -> ExitCode {
+    use archiver::commands::status::{self, StatusError};
+    let profile = match load(path) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    match status::read(&profile) {
+        Ok(s) if json => {
+            println!("{}", serde_json::to_string_pretty(&s).unwrap_or_default());
+            ExitCode::SUCCESS
+        }
+        Ok(s) => {
+            print!("{}", status::render(&s));
+            ExitCode::SUCCESS
+        }
+        Err(e @ StatusError::NotShared(_)) => {
+            eprintln!("archiver: {e}");
+            ExitCode::from(exit::USAGE)
+        }
+        Err(e) => {
+            eprintln!("archiver: {e}");
+            ExitCode::FAILURE
         }
     }
 }

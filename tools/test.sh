@@ -68,6 +68,16 @@ else
   { apt-get update -qq && apt-get install -y -qq tmux; } || die "could not install tmux with apt-get"
 fi
 
+# The shared-frontier tests start their own PostgreSQL server (initdb + pg_ctl, as the
+# postgres user, on 127.0.0.1 only): Debian's server package when no initdb is installed.
+step "PostgreSQL server (for the shared-frontier tests)"
+if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || [ -x "${ARCHIVER_PG_BIN:-/nonexistent}/initdb" ]; then
+  echo "already installed"
+else
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; } \
+    || die "could not install postgresql with apt-get"
+fi
+
 # Imports point down the layers and never round a circle (see src/lib.rs's map).
 step "import layers (tools/check_layers.py)"
 "$VENV/bin/python" tools/check_layers.py || die "the import graph breaks the layers"

@@ -2,3 +2,4 @@
 //! move here once issue 10's work on them has landed.
 
 pub mod about;
+pub mod status;

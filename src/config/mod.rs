@@ -127,6 +127,25 @@ struct RawProfile {
     tls: RawTls,
     #[serde(default)]
     traps: RawTraps,
+    #[serde(default)]
+    frontier: RawFrontier,
+}
+
+/// `[frontier]`: where the crawl's frontier lives (see `crate::frontier::FrontierSettings`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct RawFrontier {
+    database: Option<String>,
+    lease_seconds: f64,
+}
+
+impl Default for RawFrontier {
+    fn default() -> Self {
+        RawFrontier {
+            database: None,
+            lease_seconds: 60.0,
+        }
+    }
 }
 
 /// `[traps]`: every crawler-trap rule, tunable (see `crate::scope::traps::TrapSettings`).
@@ -387,6 +406,8 @@ pub struct Profile {
     pub warc_version: WarcVersion,
     /// Pack the crawl as `OUT/NAME.wacz` when it ends.
     pub wacz: bool,
+    /// `[frontier]`: embedded SQLite, or a PostgreSQL database shared by many workers.
+    pub frontier: crate::frontier::FrontierSettings,
 }
 
 impl Profile {
@@ -841,6 +862,7 @@ impl Checker<'_> {
             ),
         };
         let extra_roots = keep(&mut errors, self.extra_roots(base, &raw.tls.extra_roots));
+        let frontier = keep(&mut errors, self.frontier(&raw.frontier));
         let optout_lists: Vec<PathBuf> = raw.optout.lists.iter().map(|l| base.join(l)).collect();
         let optout = keep(
             &mut errors,
@@ -866,6 +888,7 @@ impl Checker<'_> {
             Some(dedup_max_digests),
             Some(extra_roots),
             Some(optout),
+            Some(frontier),
         ) = (
             identity,
             politeness,
@@ -881,6 +904,7 @@ impl Checker<'_> {
             dedup_max_digests,
             extra_roots,
             optout,
+            frontier,
         )
         else {
             return Err(self.error("-", "the profile could not be checked"));
@@ -926,7 +950,37 @@ impl Checker<'_> {
             warc_max_bytes,
             warc_version,
             wacz: out.wacz,
+            frontier,
         })
+    }
+
+    /// `[frontier]`: a PostgreSQL URL (or none: SQLite) and the lease of a shared crawl.
+    fn frontier(
+        &self,
+        raw: &RawFrontier,
+    ) -> Result<crate::frontier::FrontierSettings, ProfileError> {
+        let lease = self.seconds("frontier.lease_seconds", raw.lease_seconds)?;
+        if lease < Duration::from_secs(1) {
+            return Err(self.error(
+                "frontier.lease_seconds",
+                format!("must be 1 second or more, not {}", raw.lease_seconds),
+            ));
+        }
+        let database = match raw.database.as_deref().map(str::trim) {
+            None | Some("") => None,
+            Some(url) if crate::frontier::is_postgres_url(url) => Some(url.to_string()),
+            Some(other) => {
+                return Err(self.error(
+                    "frontier.database",
+                    format!(
+                        "must be a PostgreSQL URL (postgresql://user@host:port/database), not \
+                         {:?}",
+                        crate::frontier::postgres::shown(other)
+                    ),
+                ))
+            }
+        };
+        Ok(crate::frontier::FrontierSettings { database, lease })
     }
 
     /// The address guard: loopback is open when every seed is on loopback; `allow_addresses`
@@ -1662,6 +1716,32 @@ min_delay = 0.5
             p.politeness.min_delay,
             Duration::from_secs(5),
             "the defaults"
+        );
+    }
+
+    #[test]
+    fn frontier_database_and_lease() {
+        let p = parse(GOOD).unwrap();
+        assert_eq!(p.frontier, crate::frontier::FrontierSettings::default());
+        let src = format!(
+            "{GOOD}[frontier]\ndatabase = \"postgresql://crawl@db.example:5432/c\"\nlease_seconds = 5\n"
+        );
+        let p = parse(&src).unwrap();
+        assert_eq!(
+            p.frontier.database.as_deref(),
+            Some("postgresql://crawl@db.example:5432/c")
+        );
+        assert_eq!(p.frontier.lease, Duration::from_secs(5));
+        let src = format!("{GOOD}[frontier]\ndatabase = \"mysql://u:pw@h/c\"\n");
+        let e = parse(&src).unwrap_err();
+        assert_eq!((e.key.as_str(), e.line), ("frontier.database", 10), "{e}");
+        assert!(!e.message.contains("pw"), "{e}");
+        let src = format!("{GOOD}[frontier]\nlease_seconds = 0.5\n");
+        let e = parse(&src).unwrap_err();
+        assert_eq!(
+            (e.key.as_str(), e.line),
+            ("frontier.lease_seconds", 10),
+            "{e}"
         );
     }
 

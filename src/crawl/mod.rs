@@ -585,16 +585,37 @@ async fn stop_signal(term: &mut Option<tokio::signal::unix::Signal>) -> bool {
 }
 
 /// The crawl's frontier: an SQLite database in `OUT/state/`, so a crawl survives a crash and a
-/// later run of the same profile picks it up. The database refuses another profile's crawl.
+/// later run of the same profile picks it up; or, with `[frontier] database` (or
+/// `ARCHIVER_DATABASE`), a PostgreSQL database that every worker of the crawl shares. Either
+/// refuses another profile's crawl.
 fn open_frontier(p: &Profile) -> anyhow::Result<Box<dyn Frontier>> {
     let identity = crate::frontier::sqlite::CrawlIdentity {
         name: p.name.clone(),
         seeds: p.seeds.iter().map(|u| u.to_string()).collect(),
     };
+    if let Some(url) = p.frontier.database_with_env() {
+        let settings = crate::frontier::postgres::PostgresSettings {
+            url,
+            worker: worker_name(),
+            lease: p.frontier.lease,
+        };
+        let store = crate::frontier::postgres::PostgresFrontier::open(&settings, &identity)
+            .context("cannot use the shared frontier")?;
+        return Ok(Box::new(store));
+    }
     let state = p.output_dir.join("state");
     let store = crate::frontier::sqlite::SqliteFrontier::open(&state, &identity)
         .with_context(|| format!("cannot use the crawl state in {}", state.display()))?;
     Ok(Box::new(store))
+}
+
+/// This worker's name in a shared frontier: `host~pid`, as in its WARC file names.
+fn worker_name() -> String {
+    let host = gethostname::gethostname()
+        .to_string_lossy()
+        .trim()
+        .to_string();
+    format!("{host}~{}", std::process::id())
 }
 
 /// The payload digests already archived: earlier crawls' CDXJ named by the profile, and this
@@ -662,7 +683,7 @@ impl Crawler {
     /// Writes `report.json` (atomically: a temp file, then a rename).
     fn write_report(&self, stats: &Stats, finished: bool) {
         let remaining = {
-            let st = lock(&self.state);
+            let mut st = lock(&self.state);
             let mut per_host = std::collections::BTreeMap::new();
             for origin in st.frontier.sites_with_work().unwrap_or_default() {
                 let n = st.frontier.queued(&origin) as u64;

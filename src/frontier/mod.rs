@@ -6,13 +6,56 @@
 //! the page, so every archived page is complete before the crawl moves on (Heritrix's
 //! `preferenceEmbedHops`). Pages themselves are still taken in the order they were found.
 
+pub mod postgres;
 pub mod sqlite;
+#[cfg(test)]
+pub(crate) mod suite;
 
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::time::Duration;
 
 use url::Url;
 
 use crate::extract::Hop;
+
+/// `[frontier]` in a profile.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FrontierSettings {
+    /// A PostgreSQL URL shared by every worker of the crawl; None: SQLite in `OUT/state/`.
+    /// `ARCHIVER_DATABASE` in the environment, when set, takes its place.
+    pub database: Option<String>,
+    /// A worker silent this long is dead (`lease_seconds`, default 60).
+    pub lease: Duration,
+}
+
+impl Default for FrontierSettings {
+    fn default() -> Self {
+        FrontierSettings {
+            database: None,
+            lease: Duration::from_secs(60),
+        }
+    }
+}
+
+/// The environment variable that names the shared database (so a password need not sit in a
+/// profile). It wins over the profile's `[frontier] database`.
+pub const DATABASE_ENV: &str = "ARCHIVER_DATABASE";
+
+impl FrontierSettings {
+    /// The database to use: `ARCHIVER_DATABASE` when set and not empty, else the profile's.
+    pub fn database_with_env(&self) -> Option<String> {
+        match std::env::var(DATABASE_ENV) {
+            Ok(v) if !v.trim().is_empty() => Some(v.trim().to_string()),
+            _ => self.database.clone(),
+        }
+    }
+}
+
+/// True for `postgresql://…` and `postgres://…` URLs.
+pub fn is_postgres_url(s: &str) -> bool {
+    let lower = s.trim_start().to_ascii_lowercase();
+    lower.starts_with("postgresql://") || lower.starts_with("postgres://")
+}
 
 /// A URL waiting to be fetched.
 #[derive(Debug, Clone)]
@@ -90,11 +133,51 @@ pub trait Frontier: Send {
     /// Every queued candidate of a site, removed (used when a site is given up).
     fn drain(&mut self, site: &str) -> Result<Vec<Candidate>, FrontierError>;
     /// Sites that have queued candidates (used on resume).
-    fn sites_with_work(&self) -> Result<Vec<String>, FrontierError>;
-    /// Candidates popped but never finished: what was in flight when the last run stopped.
-    fn in_flight(&self) -> Result<Vec<(String, Candidate)>, FrontierError>;
+    fn sites_with_work(&mut self) -> Result<Vec<String>, FrontierError>;
+    /// Candidates popped but never finished: what was in flight when the last run stopped
+    /// (for a shared frontier: this worker's, and those of workers that died).
+    fn in_flight(&mut self) -> Result<Vec<(String, Candidate)>, FrontierError>;
     /// Makes every change so far durable.
     fn commit(&mut self) -> Result<(), FrontierError>;
+
+    // ---- many workers on one frontier; a frontier of one process keeps the defaults ----
+
+    /// Whether other workers share this frontier (then the calls below matter).
+    fn shared(&self) -> bool {
+        false
+    }
+    /// Asks for a politeness budget (a server address, or a host) before a request to it:
+    /// granted with the time still to wait (the pause the last holder's answer called for),
+    /// or busy while another live worker holds it.
+    fn lease(&mut self, _budget: &str) -> Result<Lease, FrontierError> {
+        Ok(Lease::Granted(Duration::ZERO))
+    }
+    /// Gives a leased budget back after an answer, with the pause before its next request.
+    fn give_back(&mut self, _budget: &str, _pause: Duration) -> Result<(), FrontierError> {
+        Ok(())
+    }
+    /// Looks at the other workers: queues again what dead workers had in flight, and returns
+    /// every site with queued work (some queued by others).
+    fn poll(&mut self) -> Result<Vec<String>, FrontierError> {
+        Ok(Vec::new())
+    }
+    /// True when nothing is queued or in flight for any worker: the crawl is over.
+    fn idle_everywhere(&mut self) -> Result<bool, FrontierError> {
+        Ok(self.total_queued() == 0)
+    }
+    /// This worker stops: its leases are given back at once.
+    fn leave(&mut self) -> Result<(), FrontierError> {
+        self.commit()
+    }
+}
+
+/// The answer to [`Frontier::lease`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lease {
+    /// Held by this worker; wait this long before the request.
+    Granted(Duration),
+    /// Another worker holds it.
+    Busy,
 }
 
 #[derive(Debug, Default)]
@@ -193,11 +276,11 @@ impl Frontier for MemoryFrontier {
         Ok(q.pages.into_iter().chain(q.embeds).collect())
     }
 
-    fn sites_with_work(&self) -> Result<Vec<String>, FrontierError> {
+    fn sites_with_work(&mut self) -> Result<Vec<String>, FrontierError> {
         Ok(self.sites.keys().cloned().collect())
     }
 
-    fn in_flight(&self) -> Result<Vec<(String, Candidate)>, FrontierError> {
+    fn in_flight(&mut self) -> Result<Vec<(String, Candidate)>, FrontierError> {
         Ok(self.flying.values().cloned().collect())
     }
 

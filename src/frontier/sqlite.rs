@@ -118,12 +118,12 @@ impl CrawlIdentity {
         s
     }
 
-    fn same_crawl(&self, other: &CrawlIdentity) -> bool {
+    pub(crate) fn same_crawl(&self, other: &CrawlIdentity) -> bool {
         self.name == other.name && self.seed_set() == other.seed_set()
     }
 
     /// `"name" (seeds: a, b, c, … 12 in all)`, short enough for an error message.
-    fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         const SHOWN: usize = 3;
         let mut seeds = self
             .seeds
@@ -830,7 +830,7 @@ impl Frontier for SqliteFrontier {
         })
     }
 
-    fn sites_with_work(&self) -> Result<Vec<String>, FrontierError> {
+    fn sites_with_work(&mut self) -> Result<Vec<String>, FrontierError> {
         // In the order the sites were first queued, so a resumed crawl starts where it started.
         let mut sites: Vec<(i64, &String)> = self
             .sites
@@ -842,7 +842,7 @@ impl Frontier for SqliteFrontier {
         Ok(sites.into_iter().map(|(_, o)| o.clone()).collect())
     }
 
-    fn in_flight(&self) -> Result<Vec<(String, Candidate)>, FrontierError> {
+    fn in_flight(&mut self) -> Result<Vec<(String, Candidate)>, FrontierError> {
         let err = self.sql("cannot read the in-flight list");
         let mut stmt = self
             .conn
@@ -877,18 +877,7 @@ mod tests {
     use std::io::{BufRead, BufReader};
     use std::process::{Command, Stdio};
 
-    fn url(s: &str) -> Url {
-        Url::parse(s).unwrap()
-    }
-
-    fn cand(s: &str, path: &str) -> Candidate {
-        Candidate {
-            url: url(s),
-            path: path.to_string(),
-            via: None,
-            attempts: 0,
-        }
-    }
+    use crate::frontier::suite::{self, cand, show, sorted_flight, url};
 
     fn ident() -> CrawlIdentity {
         CrawlIdentity {
@@ -901,175 +890,24 @@ mod tests {
         SqliteFrontier::open(dir, &ident()).unwrap()
     }
 
-    /// Everything observable about a candidate, for comparing two frontiers.
-    fn show(c: &Candidate) -> String {
-        format!(
-            "{} {} {} {}",
-            c.url,
-            c.path,
-            c.via.as_ref().map_or("-", Url::as_str),
-            c.attempts
-        )
-    }
-
-    fn urls(cs: &[Candidate]) -> Vec<String> {
-        cs.iter().map(|c| c.url.path().to_string()).collect()
-    }
-
-    fn sorted_flight(f: &dyn Frontier) -> Vec<String> {
-        let mut v: Vec<String> = f
-            .in_flight()
-            .unwrap()
-            .iter()
-            .map(|(s, c)| format!("{s} {}", show(c)))
-            .collect();
-        v.sort();
-        v
-    }
-
-    // ---- behaviour shared with MemoryFrontier: each check runs on both ----
-
-    fn check_requisites_before_the_next_page(f: &mut dyn Frontier) {
-        f.push("s", cand("http://s/a.png", "LE")).unwrap();
-        f.push("s", cand("http://s/1", "L")).unwrap();
-        f.push("s", cand("http://s/b.css", "LLE")).unwrap();
-        f.push("s", cand("http://s/2", "LL")).unwrap();
-        f.push("s", cand("http://s/3", "LR")).unwrap();
-        f.push("s", cand("http://s/c.woff2", "LEER")).unwrap();
-        assert_eq!(f.total_queued(), 6);
-        assert_eq!(f.queued("s"), 6);
-        let order: Vec<String> = std::iter::from_fn(|| f.pop("s").unwrap())
-            .map(|c| c.url.path().to_string())
-            .collect();
-        assert_eq!(order, ["/a.png", "/b.css", "/c.woff2", "/1", "/2", "/3"]);
-        assert_eq!(f.total_queued(), 0);
-        assert_eq!(f.queued("s"), 0);
-        assert!(f.pop("s").unwrap().is_none());
-        assert!(f.pop("nowhere").unwrap().is_none());
-        assert_eq!(f.in_flight().unwrap().len(), 6);
-        assert_eq!(f.accepted("s"), 6);
-        assert_eq!(f.accepted("nowhere"), 0);
-    }
-
-    fn check_seen(f: &mut dyn Frontier) {
-        assert!(f.mark_seen(&url("http://S/a/../b#x")).unwrap());
-        assert!(!f.mark_seen(&url("http://s:80/b")).unwrap());
-        assert!(!f.mark_seen(&url("http://s/b#other")).unwrap());
-        assert!(f.mark_seen(&url("https://s/b")).unwrap());
-        assert!(f.mark_seen(&url("http://s/b?q")).unwrap());
-        assert!(!f.mark_seen(&url("http://s/b?q")).unwrap());
-    }
-
-    fn check_drain(f: &mut dyn Frontier) {
-        f.push("s", cand("http://s/e", "LE")).unwrap();
-        f.push("s", cand("http://s/1", "L")).unwrap();
-        f.push("s", cand("http://s/2", "L")).unwrap();
-        f.push("t", cand("http://t/1", "L")).unwrap();
-        assert_eq!(urls(&f.drain("s").unwrap()), ["/1", "/2", "/e"]);
-        assert_eq!(f.total_queued(), 1);
-        assert_eq!(f.queued("s"), 0);
-        assert_eq!(f.accepted("s"), 3);
-        assert!(f.drain("s").unwrap().is_empty());
-        assert!(f.drain("nowhere").unwrap().is_empty());
-        assert_eq!(f.sites_with_work().unwrap(), ["t"]);
-        assert!(f.pop("s").unwrap().is_none());
-        // A drained site takes new work again.
-        f.push("s", cand("http://s/3", "L")).unwrap();
-        assert_eq!(
-            f.pop("s").unwrap().map(|c| c.url.path().to_string()),
-            Some("/3".into())
-        );
-    }
-
-    fn check_flight_and_retry(f: &mut dyn Frontier) {
-        let mut c = cand("http://s/1", "LL");
-        c.via = Some(url("http://s/"));
-        f.push("s", c).unwrap();
-        f.push("s", cand("http://s/2", "L")).unwrap();
-        let mut got = f.pop("s").unwrap().unwrap();
-        assert_eq!(show(&got), "http://s/1 LL http://s/ 0");
-        assert_eq!(sorted_flight(f), ["s http://s/1 LL http://s/ 0"]);
-        // A retry goes behind what is queued, leaves the in-flight list, and is not counted.
-        got.attempts += 1;
-        f.push_retry("s", got).unwrap();
-        assert!(f.in_flight().unwrap().is_empty());
-        assert_eq!(f.accepted("s"), 2);
-        assert_eq!(f.queued("s"), 2);
-        assert_eq!(f.total_queued(), 2);
-        let second = f.pop("s").unwrap().unwrap();
-        assert_eq!(second.url.path(), "/2");
-        let again = f.pop("s").unwrap().unwrap();
-        assert_eq!(show(&again), "http://s/1 LL http://s/ 1");
-        assert_eq!(f.in_flight().unwrap().len(), 2);
-        // done takes a URL off the list, whatever its fragment; unknown URLs are ignored.
-        f.done(&url("http://s/2#frag")).unwrap();
-        f.done(&url("http://elsewhere/")).unwrap();
-        assert_eq!(sorted_flight(f), ["s http://s/1 LL http://s/ 1"]);
-        // Pushing an in-flight URL again also takes it off the list.
-        f.push("s", cand("http://s/1", "LL")).unwrap();
-        assert!(f.in_flight().unwrap().is_empty());
-        assert_eq!(f.accepted("s"), 3);
-    }
-
-    fn check_sites_with_work(f: &mut dyn Frontier) {
-        assert!(f.sites_with_work().unwrap().is_empty());
-        f.push("a", cand("http://a/1", "")).unwrap();
-        f.push("b", cand("http://b/1", "L")).unwrap();
-        f.push("c", cand("http://c/1", "L")).unwrap();
-        f.pop("b").unwrap();
-        let mut sites = f.sites_with_work().unwrap();
-        sites.sort();
-        assert_eq!(sites, ["a", "c"]);
-        assert_eq!(f.total_queued(), 2);
-        assert_eq!(f.accepted("b"), 1);
-    }
-
-    /// Runs one shared check on a MemoryFrontier and on a fresh SqliteFrontier.
-    fn on_both(check: fn(&mut dyn Frontier)) {
-        check(&mut MemoryFrontier::default());
+    /// Runs one shared check on a fresh SqliteFrontier, then compares it after a reopen.
+    fn on_sqlite(check: fn(&mut dyn Frontier)) {
         let dir = tempfile::tempdir().unwrap();
         let mut f = open(dir.path());
         check(&mut f);
         // And the same state after a commit and a reopen.
         f.commit().unwrap();
-        let before = (
-            f.total_queued(),
-            sorted_flight(&f),
-            f.sites_with_work().unwrap(),
-        );
+        let before = suite::snapshot(&mut f);
         drop(f);
-        let f = open(dir.path());
-        let after = (
-            f.total_queued(),
-            sorted_flight(&f),
-            f.sites_with_work().unwrap(),
-        );
-        assert_eq!(before, after);
+        let mut f = open(dir.path());
+        assert_eq!(suite::snapshot(&mut f), before);
     }
 
     #[test]
-    fn requisites_before_the_next_page() {
-        on_both(check_requisites_before_the_next_page);
-    }
-
-    #[test]
-    fn seen_ignores_fragments_and_normalised_forms() {
-        on_both(check_seen);
-    }
-
-    #[test]
-    fn drain_empties_a_site() {
-        on_both(check_drain);
-    }
-
-    #[test]
-    fn in_flight_until_done_or_retried() {
-        on_both(check_flight_and_retry);
-    }
-
-    #[test]
-    fn sites_with_work_lists_only_sites_with_queued_urls() {
-        on_both(check_sites_with_work);
+    fn sqlite_frontier_passes_the_suite() {
+        for check in suite::all() {
+            on_sqlite(check);
+        }
     }
 
     // ---- durability ----
@@ -1168,7 +1006,7 @@ mod tests {
         let first = f.pop("http://a").unwrap().unwrap();
         assert_eq!(show(&first), "http://a/1 LE http://other/page 0");
         assert_eq!(
-            sorted_flight(&f),
+            sorted_flight(&mut f),
             ["http://a http://a/1 LE http://other/page 0"]
         );
         let all: Vec<String> = f.drain("http://a").unwrap().iter().map(show).collect();
@@ -1492,7 +1330,7 @@ mod tests {
             assert_eq!(f.queued(site), m.queued(site), "{site}");
         }
         assert_eq!(f.total_queued(), m.total_queued());
-        assert_eq!(sorted_flight(f), sorted_flight(&m));
+        assert_eq!(sorted_flight(f), sorted_flight(&mut m));
         for k in 0..steps + 2 {
             let u = url(&format!(
                 "http://{}/{k}",
