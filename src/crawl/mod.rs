@@ -33,6 +33,7 @@ use crate::scope::{origin_of, Scope};
 use crate::warc::{Exchange, Revisit, WarcSettings, WarcWriter};
 
 mod candidates;
+mod shared;
 
 /// A little is added to every pause, so that a server timing our requests with its own clock
 /// (which saw its answer end a little after we did) never measures less than the promised
@@ -198,6 +199,8 @@ struct State {
     /// Sites with a time away set (suspended now, or due back): the only ones
     /// `wake_suspended` looks at, so a dispatch costs nothing per site.
     away: std::collections::HashSet<String>,
+    /// When a shared frontier was last looked at for other workers' work (`shared.rs`).
+    last_poll: Option<Instant>,
 }
 
 /// A running crawl.
@@ -367,6 +370,7 @@ impl Crawler {
                 frontier,
                 resolving: 0,
                 away: std::collections::HashSet::new(),
+                last_poll: None,
             }),
             wake: Notify::new(),
             warc: Mutex::new(warc),
@@ -390,6 +394,7 @@ impl Crawler {
     /// Closes the files and says how the crawl ended.
     fn finish(&self) -> anyhow::Result<Stats> {
         self.progress.finish();
+        self.leave_shared();
         lock(&self.warc)
             .close()
             .context("cannot close the last WARC file")?;
@@ -450,12 +455,20 @@ impl Crawler {
     /// new to the frontier (a seed added to the profile makes the crawl go on).
     fn already_complete(&self, in_flight: usize, new_seeds: usize) -> bool {
         let ran_before = lock(&self.stats).run_base > 0;
-        let queued = lock(&self.state).frontier.total_queued();
+        let queued = {
+            let mut st = lock(&self.state);
+            // A shared crawl is complete only when no worker has anything queued or in flight.
+            match st.frontier.shared() {
+                true => usize::from(!st.frontier.idle_everywhere().unwrap_or(false)),
+                false => st.frontier.total_queued(),
+            }
+        };
         ran_before && queued == 0 && in_flight == 0 && new_seeds == 0 && !self.stopped()
     }
 
     /// Ends a run that had nothing to do, touching no report: only run.log says it happened.
     fn leave_complete(&self) -> anyhow::Result<Stats> {
+        self.leave_shared();
         lock(&self.warc)
             .close()
             .context("cannot close the WARC writer")?;
@@ -919,21 +932,35 @@ impl Crawler {
             let wait = {
                 let mut st = lock(&self.state);
                 let now = Instant::now();
+                self.poll_shared(&mut st, now);
                 let back = self.wake_suspended(&mut st);
-                match st.sched.next(now) {
-                    Next::Go(budget) => match self.take_job(&mut st, &budget) {
-                        Some(job) => return Some((budget, job)),
-                        None => {
-                            st.sched.release(&budget, now, false);
+                let at = match st.sched.next(now) {
+                    Next::Go(budget) => {
+                        // A shared frontier's budget may be another worker's, or still pausing.
+                        if let Some(at) = self.lease_wait(&mut st, &budget, now) {
+                            st.sched.release(&budget, at, true);
                             continue;
                         }
-                    },
+                        match self.take_job(&mut st, &budget) {
+                            Some(job) => return Some((budget, job)),
+                            None => {
+                                self.give_back(&mut st, &budget, Duration::ZERO);
+                                st.sched.release(&budget, now, false);
+                                continue;
+                            }
+                        }
+                    }
                     Next::Wait(at) => Some(back.map_or(at, |b| b.min(at))),
                     Next::Idle => back,
                     Next::Done if st.resolving > 0 => back,
-                    // Only suspended sites (or none) remain: the crawl does not wait for them.
-                    Next::Done => return None,
-                }
+                    // Only suspended sites (or none) remain: the crawl does not wait for them;
+                    // a shared crawl waits for the other workers' URLs.
+                    Next::Done => match self.shared_not_over(&mut st, now) {
+                        Some(at) => Some(at),
+                        None => return None,
+                    },
+                };
+                self.cap_wait(&st, at, now)
             };
             match wait {
                 Some(at) => {
@@ -1129,6 +1156,8 @@ impl Crawler {
             st.backoff.remove(budget);
         }
         let more = st.budgets.get(budget).is_some_and(|l| !l.is_empty());
+        // Counted from now (after the answer ended), so the stored instant is never early.
+        self.give_back(&mut st, budget, pause + clock_margin(pause));
         st.sched.release(
             &budget.to_string(),
             pace.end + pause + clock_margin(pause),

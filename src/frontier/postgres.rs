@@ -627,8 +627,11 @@ fn write(
     // database's clock (one clock for every worker).
     for (key, ms) in &buf.paused {
         tx.execute(
-            "UPDATE budgets SET holder = NULL, expires = NULL, last_end = now(), \
-             next_allowed = now() + $3 * interval '1 millisecond', fetches = fetches + 1 \
+            "UPDATE budgets SET holder = NULL, expires = NULL, \
+             last_end = CASE WHEN $3::float8 > 0 THEN now() ELSE last_end END, \
+             next_allowed = GREATEST(coalesce(next_allowed, now()), \
+                                     now() + $3::float8 * interval '1 millisecond'), \
+             fetches = fetches + (CASE WHEN $3::float8 > 0 THEN 1 ELSE 0 END) \
              WHERE key = $1 AND holder = $2",
             &[key, &worker, &(*ms as f64)],
         )?;

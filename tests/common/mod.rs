@@ -6,6 +6,7 @@
 pub mod hostile;
 pub mod output;
 pub mod pages;
+pub mod pg_cluster;
 pub mod site;
 pub mod tools;
 
