@@ -20,7 +20,7 @@
 //! | --- | --- | --- |
 //! | 4 | [`crawl`], [`commands`], [`index`], [`diff`], [`optout`], [`verify`], [`wacz`] | the engine; the offline tools |
 //! | 3 | [`config`] | the TOML profile → each module's own settings type (the one translator) |
-//! | 2 | [`frontier`], [`politeness`], [`scope`], [`net`], [`extract`], [`dedup`], [`logs`] | domain logic, each owning its settings |
+//! | 2 | [`frontier`], [`browser`], [`politeness`], [`scope`], [`net`], [`extract`], [`dedup`], [`logs`] | domain logic, each owning its settings |
 //! | 1 | [`warc`], [`arc`], [`cdx`], [`spool`] | formats: records, SURT, CDXJ, bodies |
 //!
 //! Pure parts take the clock as a parameter (politeness, robots, traps), so they are tested
@@ -39,6 +39,7 @@ pub mod wacz;
 pub mod config;
 
 // Layer 2: domain logic.
+pub mod browser;
 pub mod dedup;
 pub mod extract;
 pub mod frontier;

@@ -29,6 +29,7 @@ LAYERS = {
     "scope": 2,
     "net": 2,
     "extract": 2,
+    "browser": 2,
     "dedup": 2,
     "logs": 2,
     "warc": 1,

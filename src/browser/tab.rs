@@ -1,0 +1,363 @@
+//! Rendering one page in its own tab: every request the page makes is paused at the Request
+//! stage and answered by the crawler's [`Fetcher`]; the DOM is taken once the network is idle.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::{Duration, Instant};
+
+use futures_util::stream::{FuturesUnordered, StreamExt as _};
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+use url::Url;
+
+use super::cdp::{CdpError, Event};
+use super::process::Browser;
+
+/// Quiet time after the load event, with no request open, that counts as "network idle".
+const IDLE: Duration = Duration::from_millis(500);
+
+/// A request the page made, for the crawler to judge and fetch.
+#[derive(Debug, Clone)]
+pub struct BrowserRequest {
+    pub url: Url,
+    /// Chromium's resource type: `Document`, `Script`, `Image`, `XHR`, `Fetch`, …
+    pub resource_type: String,
+    /// The navigation to the rendered page itself.
+    pub is_page: bool,
+}
+
+/// The crawler's answer to one request.
+#[derive(Debug, Clone)]
+pub enum BrowserAnswer {
+    /// Given to the page as the server's answer; `body` without content or transfer encoding.
+    Response {
+        status: u16,
+        headers: Vec<(String, String)>,
+        body: Vec<u8>,
+    },
+    /// Not fetched (out of scope, robots.txt, opt-out, a failed fetch…): the page sees a
+    /// blocked request. `why` is for the caller's logs.
+    Refused { why: String },
+}
+
+/// Who fetches for the browser: the crawl engine (or, in tests, pages held in memory).
+pub trait Fetcher: Sync {
+    fn fetch(&self, req: BrowserRequest) -> impl Future<Output = BrowserAnswer> + Send;
+}
+
+/// What a render gives back.
+#[derive(Debug, Clone)]
+pub struct Rendered {
+    /// `document.documentElement.outerHTML` once the network was idle (or at the timeout).
+    pub dom: String,
+    /// Requests answered with a response.
+    pub answered: usize,
+    /// Requests refused: by the fetcher, or by the tab (not GET, not http).
+    pub refused: usize,
+    /// The render took `render_timeout`; `dom` is the page as it was then.
+    pub timed_out: bool,
+}
+
+/// Why a page could not be rendered.
+#[derive(Debug, thiserror::Error)]
+pub enum RenderError {
+    #[error(transparent)]
+    Cdp(#[from] CdpError),
+    #[error("the page did not load: {0}")]
+    Navigation(String),
+}
+
+type Answering<'a> = Pin<Box<dyn Future<Output = (Option<String>, String, BrowserAnswer)> + Send + 'a>>;
+
+impl Browser {
+    /// Renders `page` in a new tab, at most `timeout`, waiting first for a free tab.
+    pub async fn render<F: Fetcher>(
+        &self,
+        page: &Url,
+        fetcher: &F,
+        timeout: Duration,
+    ) -> Result<Rendered, RenderError> {
+        let _tab = self.tabs.acquire().await.map_err(|_| CdpError::Closed)?;
+        let created = self
+            .cdp
+            .call(None, "Target.createTarget", json!({"url": "about:blank"}))
+            .await?;
+        let target = created["targetId"].as_str().unwrap_or_default().to_string();
+        let result = self.render_in(&target, page, fetcher, timeout).await;
+        let _ = self
+            .cdp
+            .call(None, "Target.closeTarget", json!({"targetId": target}))
+            .await;
+        result
+    }
+
+    async fn render_in<F: Fetcher>(
+        &self,
+        target: &str,
+        page: &Url,
+        fetcher: &F,
+        timeout: Duration,
+    ) -> Result<Rendered, RenderError> {
+        let attached = self
+            .cdp
+            .call(
+                None,
+                "Target.attachToTarget",
+                json!({"targetId": target, "flatten": true}),
+            )
+            .await?;
+        let session = attached["sessionId"].as_str().unwrap_or_default().to_string();
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.cdp.route(&session, tx.clone());
+        let mut run = Run {
+            browser: self,
+            events: tx,
+            sessions: vec![session.clone()],
+            answered: 0,
+            refused: 0,
+        };
+        let out = run.drive(&session, rx, page, fetcher, timeout).await;
+        for s in &run.sessions {
+            self.cdp.unroute(s);
+        }
+        out
+    }
+}
+
+/// One render in progress: the tab's session and those of its frames and workers.
+struct Run<'b> {
+    browser: &'b Browser,
+    events: mpsc::UnboundedSender<Event>,
+    sessions: Vec<String>,
+    answered: usize,
+    refused: usize,
+}
+
+impl Run<'_> {
+    /// Intercepts every request of `session`, refuses what a page must not do, and lets the
+    /// session run.
+    async fn prepare(&self, session: &str) -> Result<(), CdpError> {
+        let cdp = &self.browser.cdp;
+        let s = Some(session);
+        cdp.call(
+            s,
+            "Fetch.enable",
+            json!({"patterns": [{"urlPattern": "*", "requestStage": "Request"}]}),
+        )
+        .await?;
+        // Frames and workers the page starts are attached paused, so they are intercepted too.
+        cdp.call(
+            s,
+            "Target.setAutoAttach",
+            json!({"autoAttach": true, "waitForDebuggerOnStart": true, "flatten": true}),
+        )
+        .await?;
+        // Not every target knows these; the dead proxy is the guard if one does not.
+        let _ = cdp
+            .call(s, "Network.setBypassServiceWorker", json!({"bypass": true}))
+            .await;
+        let _ = cdp.call(s, "Page.enable", json!({})).await;
+        let _ = cdp
+            .call(s, "Runtime.runIfWaitingForDebugger", json!({}))
+            .await;
+        Ok(())
+    }
+
+    async fn drive<'f, F: Fetcher>(
+        &mut self,
+        session: &str,
+        mut rx: mpsc::UnboundedReceiver<Event>,
+        page: &Url,
+        fetcher: &'f F,
+        timeout: Duration,
+    ) -> Result<Rendered, RenderError> {
+        let started = Instant::now();
+        let deadline = started + timeout;
+        self.prepare(session).await?;
+        let cdp = self.browser.cdp.clone();
+        let nav_session = session.to_string();
+        let nav_url = page.to_string();
+        let mut navigation = Box::pin(async move {
+            cdp.call(Some(&nav_session), "Page.navigate", json!({"url": nav_url}))
+                .await
+        });
+        let mut navigated = false;
+        let mut loaded = false;
+        let mut last_activity = Instant::now();
+        let mut open: FuturesUnordered<Answering<'f>> = FuturesUnordered::new();
+        let mut timed_out = false;
+        loop {
+            let quiet_at = (last_activity + IDLE).max(Instant::now() + Duration::from_millis(20));
+            tokio::select! {
+                nav = &mut navigation, if !navigated => {
+                    navigated = true;
+                    let v = nav?;
+                    if let Some(err) = v.get("errorText").and_then(Value::as_str) {
+                        return Err(RenderError::Navigation(err.to_string()));
+                    }
+                }
+                Some(ev) = rx.recv() => {
+                    last_activity = Instant::now();
+                    match ev.method.as_str() {
+                        "Fetch.requestPaused" => {
+                            if let Some(f) = self.paused(&ev, page, fetcher) {
+                                open.push(f);
+                            }
+                        }
+                        "Page.loadEventFired" if ev.session.as_deref() == Some(session) => {
+                            loaded = true;
+                        }
+                        "Target.attachedToTarget" => self.attached(&ev).await,
+                        "Page.javascriptDialogOpening" => {
+                            self.browser.cdp.send(ev.session.as_deref(), "Page.handleJavaScriptDialog", json!({"accept": false}));
+                        }
+                        _ => {}
+                    }
+                }
+                Some((s, id, answer)) = open.next(), if !open.is_empty() => {
+                    last_activity = Instant::now();
+                    self.answer(s.as_deref(), &id, answer);
+                }
+                _ = tokio::time::sleep_until(quiet_at.min(deadline).into()) => {
+                    let now = Instant::now();
+                    if now >= deadline {
+                        timed_out = true;
+                        break;
+                    }
+                    if loaded && open.is_empty() && now >= last_activity + IDLE {
+                        break;
+                    }
+                }
+            }
+        }
+        // Requests still open at the timeout are dropped: the crawler may still fetch them, the
+        // page will not see them.
+        drop(open);
+        let dom = self
+            .browser
+            .cdp
+            .call(
+                Some(session),
+                "Runtime.evaluate",
+                json!({
+                    "expression": "document.documentElement ? document.documentElement.outerHTML : ''",
+                    "returnByValue": true
+                }),
+            )
+            .await?;
+        let dom = dom["result"]["value"].as_str().unwrap_or_default().to_string();
+        Ok(Rendered {
+            dom,
+            answered: self.answered,
+            refused: self.refused,
+            timed_out,
+        })
+    }
+
+    /// A paused request: refused at once when no crawler may fetch it, else handed to the
+    /// fetcher (the future answers it).
+    fn paused<'f, F: Fetcher>(
+        &mut self,
+        ev: &Event,
+        page: &Url,
+        fetcher: &'f F,
+    ) -> Option<Answering<'f>> {
+        let id = ev.params["requestId"].as_str()?.to_string();
+        let req = &ev.params["request"];
+        let method = req["method"].as_str().unwrap_or_default();
+        let url = req["url"].as_str().and_then(|u| Url::parse(u).ok());
+        let resource_type = ev.params["resourceType"].as_str().unwrap_or_default();
+        let url = match url {
+            Some(u) if method == "GET" && matches!(u.scheme(), "http" | "https") => u,
+            _ => {
+                self.fail(ev.session.as_deref(), &id);
+                return None;
+            }
+        };
+        let request = BrowserRequest {
+            is_page: resource_type == "Document" && same_resource(&url, page),
+            url,
+            resource_type: resource_type.to_string(),
+        };
+        let session = ev.session.clone();
+        Some(Box::pin(async move {
+            let answer = fetcher.fetch(request).await;
+            (session, id, answer)
+        }))
+    }
+
+    fn answer(&mut self, session: Option<&str>, id: &str, answer: BrowserAnswer) {
+        match answer {
+            BrowserAnswer::Response {
+                status,
+                headers,
+                body,
+            } => {
+                self.answered += 1;
+                let headers: Vec<Value> = headers
+                    .into_iter()
+                    .filter(|(n, _)| !is_framing(n))
+                    .map(|(name, value)| json!({"name": name, "value": value}))
+                    .collect();
+                let body = data_encoding::BASE64.encode(&body);
+                self.browser.cdp.send(
+                    session,
+                    "Fetch.fulfillRequest",
+                    json!({"requestId": id, "responseCode": status, "responseHeaders": headers, "body": body}),
+                );
+            }
+            BrowserAnswer::Refused { why } => {
+                tracing::debug!("browser request {id} refused: {why}");
+                self.fail(session, id);
+            }
+        }
+    }
+
+    fn fail(&mut self, session: Option<&str>, id: &str) {
+        self.refused += 1;
+        self.browser.cdp.send(
+            session,
+            "Fetch.failRequest",
+            json!({"requestId": id, "errorReason": "BlockedByClient"}),
+        );
+    }
+
+    /// A frame or worker the page started: intercepted like the page, except service workers,
+    /// which are refused (closed before they run).
+    async fn attached(&mut self, ev: &Event) {
+        let Some(child) = ev.params["sessionId"].as_str() else {
+            return;
+        };
+        let info = &ev.params["targetInfo"];
+        let kind = info["type"].as_str().unwrap_or_default();
+        if kind == "service_worker" || kind == "shared_worker" {
+            if let Some(t) = info["targetId"].as_str() {
+                self.browser
+                    .cdp
+                    .send(None, "Target.closeTarget", json!({"targetId": t}));
+            }
+            return;
+        }
+        self.browser.cdp.route(child, self.events.clone());
+        self.sessions.push(child.to_string());
+        if let Err(e) = self.prepare(child).await {
+            tracing::debug!("could not intercept a {kind} of the page: {e}");
+        }
+    }
+}
+
+/// Headers the browser must not get from a fulfilled answer: the body is handed over whole and
+/// decoded, so framing and encoding no longer describe it.
+fn is_framing(name: &str) -> bool {
+    ["content-encoding", "transfer-encoding", "content-length", "connection", "keep-alive"]
+        .iter()
+        .any(|h| name.eq_ignore_ascii_case(h))
+}
+
+/// Whether `a` and `b` are the same resource (fragments aside).
+fn same_resource(a: &Url, b: &Url) -> bool {
+    let (mut a, mut b) = (a.clone(), b.clone());
+    a.set_fragment(None);
+    b.set_fragment(None);
+    a == b
+}
