@@ -46,7 +46,10 @@ impl Stub {
     fn new() -> Stub {
         let mut pages = HashMap::new();
         pages.insert("/", ("text/html", SHELL.as_bytes().to_vec()));
-        pages.insert("/app.js", ("application/javascript", APP.as_bytes().to_vec()));
+        pages.insert(
+            "/app.js",
+            ("application/javascript", APP.as_bytes().to_vec()),
+        );
         pages.insert(
             "/api/items.json",
             (
@@ -57,10 +60,7 @@ impl Stub {
         // A 1×1 GIF.
         pages.insert(
             "/logo.png",
-            (
-                "image/gif",
-                b"GIF89a\x01\x00\x01\x00\x00\x00\x00;".to_vec(),
-            ),
+            ("image/gif", b"GIF89a\x01\x00\x01\x00\x00\x00\x00;".to_vec()),
         );
         Stub {
             base: Url::parse("http://shop.test/").unwrap(),
@@ -108,7 +108,9 @@ fn chromium() -> std::path::PathBuf {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_single_page_app_renders_with_every_request_answered_by_the_fetcher() {
-    let browser = Browser::launch(&chromium(), 2).await.expect("chromium starts");
+    let browser = Browser::launch(&chromium(), 2)
+        .await
+        .expect("chromium starts");
     let stub = Stub::new();
     let page = stub.base.clone();
     let out = browser
@@ -118,7 +120,11 @@ async fn a_single_page_app_renders_with_every_request_answered_by_the_fetcher() 
     browser.close().await;
 
     assert!(!out.timed_out, "the network went idle before the timeout");
-    assert!(out.dom.contains(r#"<a href="/item/1">Teapot</a>"#), "{}", out.dom);
+    assert!(
+        out.dom.contains(r#"<a href="/item/1">Teapot</a>"#),
+        "{}",
+        out.dom
+    );
     assert!(out.dom.contains(r#"<a href="/item/2">Kettle</a>"#));
     assert!(out.dom.contains(r#"<img src="/logo.png">"#));
     assert!(!out.dom.contains("Loading…"));
@@ -127,7 +133,12 @@ async fn a_single_page_app_renders_with_every_request_answered_by_the_fetcher() 
     let paths: Vec<&str> = asked.iter().map(|(p, _, _)| p.as_str()).collect();
     // The page itself came from the fetcher too, marked as the page.
     assert_eq!(asked[0], ("/".to_string(), "Document".to_string(), true));
-    for want in ["/app.js", "/api/items.json", "/logo.png", "/private/secret.json"] {
+    for want in [
+        "/app.js",
+        "/api/items.json",
+        "/logo.png",
+        "/private/secret.json",
+    ] {
         assert!(paths.contains(&want), "{want} not asked for: {paths:?}");
     }
     // POST and the WebSocket never reach the fetcher; the pop-up is closed before it loads
@@ -138,7 +149,10 @@ async fn a_single_page_app_renders_with_every_request_answered_by_the_fetcher() 
         asked.iter().filter(|(_, _, page)| *page).count() == 1,
         "{asked:?}"
     );
-    assert!(out.refused >= 2, "POST and the private path refused: {out:?}");
+    assert!(
+        out.refused >= 2,
+        "POST and the private path refused: {out:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -158,7 +172,9 @@ async fn a_render_that_never_goes_quiet_ends_at_its_timeout() {
             BrowserAnswer::Refused { why: "late".into() }
         }
     }
-    let browser = Browser::launch(&chromium(), 1).await.expect("chromium starts");
+    let browser = Browser::launch(&chromium(), 1)
+        .await
+        .expect("chromium starts");
     let started = std::time::Instant::now();
     let out = browser
         .render(

@@ -78,6 +78,15 @@ else
     || die "could not install postgresql with apt-get"
 fi
 
+# tests/browser_*.rs render pages in Debian's headless Chromium (and replay them in it).
+step "chromium (for the browser tests)"
+if command -v chromium >/dev/null; then
+  echo "already installed"
+else
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } \
+    || die "could not install chromium with apt-get"
+fi
+
 # Imports point down the layers and never round a circle (see src/lib.rs's map).
 step "import layers (tools/check_layers.py)"
 "$VENV/bin/python" tools/check_layers.py || die "the import graph breaks the layers"

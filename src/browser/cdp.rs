@@ -172,7 +172,10 @@ fn dispatch(
     let Some(method) = v.get("method").and_then(Value::as_str) else {
         return;
     };
-    let session = v.get("sessionId").and_then(Value::as_str).map(str::to_string);
+    let session = v
+        .get("sessionId")
+        .and_then(Value::as_str)
+        .map(str::to_string);
     let event = Event {
         method: method.to_string(),
         params: v.get("params").cloned().unwrap_or(Value::Null),

@@ -138,13 +138,20 @@ impl Browser {
         };
         let Some(ws) = ws else {
             let _ = child.kill().await;
-            return Err(LaunchError::NoSocket(executable.to_path_buf(), START_TIMEOUT));
+            return Err(LaunchError::NoSocket(
+                executable.to_path_buf(),
+                START_TIMEOUT,
+            ));
         };
         let (cdp, events) = Cdp::connect(&ws).await?;
         let cdp = Arc::new(cdp);
         // Downloads are refused, and every new page target is seen (to close pop-ups).
-        cdp.call(None, "Browser.setDownloadBehavior", json!({"behavior": "deny"}))
-            .await?;
+        cdp.call(
+            None,
+            "Browser.setDownloadBehavior",
+            json!({"behavior": "deny"}),
+        )
+        .await?;
         cdp.call(None, "Target.setDiscoverTargets", json!({"discover": true}))
             .await?;
         tokio::spawn(close_popups(cdp.clone(), events));

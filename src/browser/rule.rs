@@ -25,10 +25,24 @@ const MAX_READ: usize = 1 << 20;
 
 /// `id` values that single-page frameworks mount their app on.
 const APP_IDS: &[&str] = &[
-    "root", "app", "__next", "__nuxt", "___gatsby", "svelte", "main-app", "app-root", "application",
+    "root",
+    "app",
+    "__next",
+    "__nuxt",
+    "___gatsby",
+    "svelte",
+    "main-app",
+    "app-root",
+    "application",
 ];
 /// Attributes that only a client-rendered app root carries.
-const APP_ATTRS: &[&str] = &["ng-app", "data-ng-app", "data-reactroot", "ng-version", "data-v-app"];
+const APP_ATTRS: &[&str] = &[
+    "ng-app",
+    "data-ng-app",
+    "data-reactroot",
+    "ng-version",
+    "data-v-app",
+];
 
 /// What the rule saw on a page, and its answer.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

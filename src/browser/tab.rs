@@ -67,7 +67,8 @@ pub enum RenderError {
     Navigation(String),
 }
 
-type Answering<'a> = Pin<Box<dyn Future<Output = (Option<String>, String, BrowserAnswer)> + Send + 'a>>;
+type Answering<'a> =
+    Pin<Box<dyn Future<Output = (Option<String>, String, BrowserAnswer)> + Send + 'a>>;
 
 impl Browser {
     /// Renders `page` in a new tab, at most `timeout`, waiting first for a free tab.
@@ -106,7 +107,10 @@ impl Browser {
                 json!({"targetId": target, "flatten": true}),
             )
             .await?;
-        let session = attached["sessionId"].as_str().unwrap_or_default().to_string();
+        let session = attached["sessionId"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
         let (tx, rx) = mpsc::unbounded_channel();
         self.cdp.route(&session, tx.clone());
         let mut run = Run {
@@ -245,7 +249,10 @@ impl Run<'_> {
                 }),
             )
             .await?;
-        let dom = dom["result"]["value"].as_str().unwrap_or_default().to_string();
+        let dom = dom["result"]["value"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
         Ok(Rendered {
             dom,
             answered: self.answered,
@@ -349,9 +356,15 @@ impl Run<'_> {
 /// Headers the browser must not get from a fulfilled answer: the body is handed over whole and
 /// decoded, so framing and encoding no longer describe it.
 fn is_framing(name: &str) -> bool {
-    ["content-encoding", "transfer-encoding", "content-length", "connection", "keep-alive"]
-        .iter()
-        .any(|h| name.eq_ignore_ascii_case(h))
+    [
+        "content-encoding",
+        "transfer-encoding",
+        "content-length",
+        "connection",
+        "keep-alive",
+    ]
+    .iter()
+    .any(|h| name.eq_ignore_ascii_case(h))
 }
 
 /// Whether `a` and `b` are the same resource (fragments aside).

@@ -129,6 +129,30 @@ struct RawProfile {
     traps: RawTraps,
     #[serde(default)]
     frontier: RawFrontier,
+    #[serde(default)]
+    browser: RawBrowser,
+}
+
+/// `[browser]`: when pages are rendered in headless Chromium (see `crate::browser`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct RawBrowser {
+    render: String,
+    max_share: f64,
+    executable: String,
+    render_timeout: f64,
+}
+
+impl Default for RawBrowser {
+    fn default() -> Self {
+        let d = crate::browser::BrowserSettings::default();
+        RawBrowser {
+            render: "empty".into(),
+            max_share: d.max_share,
+            executable: String::new(),
+            render_timeout: d.render_timeout.as_secs_f64(),
+        }
+    }
 }
 
 /// `[frontier]`: where the crawl's frontier lives (see `crate::frontier::FrontierSettings`).
@@ -373,6 +397,8 @@ pub struct Profile {
     pub scope: ScopeSettings,
     /// The `[traps]` table: crawler-trap rules and their thresholds.
     pub traps: crate::scope::traps::TrapSettings,
+    /// The `[browser]` table: which pages are rendered in headless Chromium.
+    pub browser: crate::browser::BrowserSettings,
     /// The `[scope]` rules applied by `crate::scope::rules::ScopeRules`.
     pub rules: RuleSettings,
     pub politeness: PolitenessSettings,
@@ -520,6 +546,7 @@ impl Profile {
             self.wacz,
         ) + &self.describe_dedup()
             + &self.describe_traps()
+            + &self.describe_browser()
             + &self.describe_resolve()
     }
 
@@ -542,6 +569,24 @@ impl Profile {
             lists.join(", "),
             self.optout.entries().len(),
             self.extra_roots.len()
+        )
+    }
+
+    fn describe_browser(&self) -> String {
+        let b = &self.browser;
+        let render = match b.render {
+            crate::browser::RenderMode::Empty => "empty",
+            crate::browser::RenderMode::Never => "never",
+            crate::browser::RenderMode::All => "all",
+        };
+        format!(
+            "\n[browser]\nrender = \"{render}\"\nmax_share = {}\nexecutable = {:?}\nrender_timeout = {}\n",
+            b.max_share,
+            b.executable
+                .as_ref()
+                .map(|e| e.display().to_string())
+                .unwrap_or_default(),
+            b.render_timeout.as_secs_f64()
         )
     }
 
@@ -801,6 +846,7 @@ impl Checker<'_> {
         let scope = keep(&mut errors, self.scope(&raw.scope));
         let rules = keep(&mut errors, self.scope_rules(&raw.scope));
         let traps = keep(&mut errors, self.traps(&raw.traps));
+        let browser = keep(&mut errors, self.browser(&raw.browser));
         let sites_at_once = keep(
             &mut errors,
             self.positive("crawl.sites_at_once", raw.crawl.sites_at_once),
@@ -889,6 +935,7 @@ impl Checker<'_> {
             Some(extra_roots),
             Some(optout),
             Some(frontier),
+            Some(browser),
         ) = (
             identity,
             politeness,
@@ -905,6 +952,7 @@ impl Checker<'_> {
             extra_roots,
             optout,
             frontier,
+            browser,
         )
         else {
             return Err(self.error("-", "the profile could not be checked"));
@@ -926,6 +974,7 @@ impl Checker<'_> {
             send_referer: raw.identity.send_referer,
             scope,
             traps,
+            browser,
             rules,
             politeness,
             obey_robots: raw.robots.obey,
@@ -1299,6 +1348,41 @@ impl Checker<'_> {
         p.finish(settings)
     }
 
+    /// `[browser]`: a known mode, a share from 0 to 1, a timeout above 0.
+    fn browser(&self, raw: &RawBrowser) -> Result<crate::browser::BrowserSettings, ProfileError> {
+        use crate::browser::RenderMode;
+        let mut p = Problems::default();
+        let render = match raw.render.as_str() {
+            "empty" => RenderMode::Empty,
+            "never" => RenderMode::Never,
+            "all" => RenderMode::All,
+            other => {
+                p.0.push(self.error(
+                    "browser.render",
+                    format!("must be \"empty\", \"never\" or \"all\", not {other:?}"),
+                ));
+                RenderMode::Never
+            }
+        };
+        if !(0.0..=1.0).contains(&raw.max_share) {
+            p.0.push(self.error(
+                "browser.max_share",
+                format!("must be a share from 0 to 1, not {}", raw.max_share),
+            ));
+        }
+        let render_timeout = p.take(self.seconds("browser.render_timeout", raw.render_timeout));
+        if raw.render_timeout == 0.0 {
+            p.0.push(self.error("browser.render_timeout", "must be more than 0 seconds"));
+        }
+        let executable = raw.executable.trim();
+        p.finish(crate::browser::BrowserSettings {
+            render,
+            max_share: raw.max_share,
+            executable: (!executable.is_empty()).then(|| PathBuf::from(executable)),
+            render_timeout,
+        })
+    }
+
     fn positive(&self, key: &str, value: i64) -> Result<u64, ProfileError> {
         u64::try_from(value)
             .ok()
@@ -1503,6 +1587,36 @@ min_delay = 0.5
         assert_eq!(e.line, 10);
         let budget = format!("{GOOD}budget = \"server\"\n");
         assert_eq!(parse(&budget).unwrap_err().key, "politeness.budget");
+    }
+
+    #[test]
+    fn browser_table() {
+        use crate::browser::RenderMode;
+        let p = parse(GOOD).unwrap();
+        assert_eq!(p.browser.render, RenderMode::Empty);
+        assert_eq!(p.browser.max_share, 0.1);
+        assert_eq!(p.browser.render_timeout, Duration::from_secs(120));
+        assert!(p.browser.executable.is_none());
+        let src = format!(
+            "{GOOD}[browser]\nrender = \"all\"\nmax_share = 0.5\nexecutable = \"/opt/c/chrome\"\n\
+             render_timeout = 30\n"
+        );
+        let p = parse(&src).unwrap();
+        assert_eq!(p.browser.render, RenderMode::All);
+        assert_eq!(p.browser.max_share, 0.5);
+        assert_eq!(
+            p.browser.executable.as_deref(),
+            Some(Path::new("/opt/c/chrome"))
+        );
+        assert!(p
+            .describe()
+            .contains("[browser]\nrender = \"all\"\nmax_share = 0.5\n"));
+        let bad = format!("{GOOD}[browser]\nrender = \"sometimes\"\nmax_share = 2\n");
+        let e = parse(&bad).unwrap_err();
+        assert_eq!((e.key.as_str(), e.line), ("browser.render", 10), "{e}");
+        assert!(e.to_string().contains("browser.max_share"), "{e}");
+        let zero = format!("{GOOD}[browser]\nrender_timeout = 0\n");
+        assert_eq!(parse(&zero).unwrap_err().key, "browser.render_timeout");
     }
 
     #[test]
