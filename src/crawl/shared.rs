@@ -1,5 +1,5 @@
-//! The crawl engine's side of a shared frontier (`[frontier] database`): many workers crawl
-//! one frontier, and a politeness budget is leased by one of them at a time.
+//! The scheduler's side of a shared frontier (`[frontier] database`): many workers crawl one
+//! frontier, and a politeness budget is leased by one of them at a time.
 //!
 //! A budget is leased for one job (a fetch, a robots.txt) and given back with the pause its
 //! answer calls for; the database keeps that next allowed instant, so whichever worker takes
@@ -9,26 +9,34 @@
 
 use std::time::{Duration, Instant};
 
+use super::sched::Sched;
 use crate::frontier::Lease;
-
-use super::{Crawler, State};
 
 /// How often a worker looks at the shared frontier for work queued by others and for dead
 /// workers' URLs, and the longest it sleeps without looking.
 pub(super) const POLL_EVERY: Duration = Duration::from_secs(1);
 
-impl Crawler {
+/// How long to leave a budget another worker holds: about its politeness floor (it cannot be
+/// free sooner than one pause after its holder's answer), with some spread so workers do not
+/// ask in step.
+pub(super) fn busy_retry(min_delay: Duration) -> Duration {
+    let floor = min_delay.clamp(Duration::from_millis(500), Duration::from_secs(5));
+    let spread = u64::from(std::process::id() % 7) * floor.as_millis() as u64 / 20;
+    floor + Duration::from_millis(spread)
+}
+
+impl Sched {
     /// Before a job of `budget`: None when this worker holds the budget and may go now, else
     /// the instant to ask again (the budget's stored pause is not over, or another worker
     /// holds it; the lease is kept while waiting out a pause).
-    pub(super) fn lease_wait(&self, st: &mut State, budget: &str, now: Instant) -> Option<Instant> {
-        if !st.frontier.shared() {
+    pub(super) fn lease_wait(&mut self, budget: &str, now: Instant) -> Option<Instant> {
+        if !self.frontier.shared() {
             return None;
         }
-        match st.frontier.lease(budget) {
+        match self.frontier.lease(budget) {
             Ok(Lease::Granted(wait)) if wait < Duration::from_millis(5) => None,
             Ok(Lease::Granted(wait)) => Some(now + wait),
-            Ok(Lease::Busy) => Some(now + self.busy_retry()),
+            Ok(Lease::Busy) => Some(now + self.limits.busy_retry),
             Err(e) => {
                 self.fail(e);
                 Some(now + POLL_EVERY)
@@ -36,24 +44,11 @@ impl Crawler {
         }
     }
 
-    /// How long to leave a budget another worker holds: about its politeness floor (it cannot
-    /// be free sooner than one pause after its holder's answer), with some spread so workers
-    /// do not ask in step.
-    fn busy_retry(&self) -> Duration {
-        let floor = self
-            .profile
-            .politeness
-            .min_delay
-            .clamp(Duration::from_millis(500), Duration::from_secs(5));
-        let spread = u64::from(std::process::id() % 7) * floor.as_millis() as u64 / 20;
-        floor + Duration::from_millis(spread)
-    }
-
     /// After a job of `budget` (or a lease that found nothing to do): the budget goes back to
     /// the database with the pause before its next request.
-    pub(super) fn give_back(&self, st: &mut State, budget: &str, pause: Duration) {
-        if st.frontier.shared() {
-            if let Err(e) = st.frontier.give_back(budget, pause) {
+    pub(super) fn give_back(&mut self, budget: &str, pause: Duration) {
+        if self.frontier.shared() {
+            if let Err(e) = self.frontier.give_back(budget, pause) {
                 self.fail(e);
             }
         }
@@ -61,16 +56,17 @@ impl Crawler {
 
     /// At most every [`POLL_EVERY`]: sites with work queued by other workers (and dead
     /// workers' URLs, queued again) are scheduled here too.
-    pub(super) fn poll_shared(&self, st: &mut State, now: Instant) {
-        if !st.frontier.shared() || st.last_poll.is_some_and(|t| now < t + POLL_EVERY) {
+    pub(super) fn poll_shared(&mut self, clock: super::sched::Clock) {
+        let now = clock.now;
+        if !self.frontier.shared() || self.last_poll.is_some_and(|t| now < t + POLL_EVERY) {
             return;
         }
-        st.last_poll = Some(now);
-        match st.frontier.poll() {
+        self.last_poll = Some(now);
+        match self.frontier.poll() {
             Ok(sites) => {
                 for origin in &sites {
-                    self.ensure_site(st, origin);
-                    self.mark_work(st, origin);
+                    self.ensure_site(origin);
+                    self.mark_work(origin, clock);
                 }
             }
             Err(e) => self.fail(e),
@@ -79,11 +75,11 @@ impl Crawler {
 
     /// When this worker has nothing left: with a shared frontier the crawl is over only when
     /// nothing is queued or in flight for any worker; until then, when to look again.
-    pub(super) fn shared_not_over(&self, st: &mut State, now: Instant) -> Option<Instant> {
-        if !st.frontier.shared() {
+    pub(super) fn shared_not_over(&mut self, now: Instant) -> Option<Instant> {
+        if !self.frontier.shared() {
             return None;
         }
-        match st.frontier.idle_everywhere() {
+        match self.frontier.idle_everywhere() {
             Ok(true) => None,
             Ok(false) => Some(now + POLL_EVERY),
             Err(e) => {
@@ -94,27 +90,29 @@ impl Crawler {
     }
 
     /// A shared crawl's worker never sleeps past the next poll.
-    pub(super) fn cap_wait(
-        &self,
-        st: &State,
-        at: Option<Instant>,
-        now: Instant,
-    ) -> Option<Instant> {
-        if !st.frontier.shared() {
+    pub(super) fn cap_wait(&self, at: Option<Instant>, now: Instant) -> Option<Instant> {
+        if !self.frontier.shared() {
             return at;
         }
         let next = now + POLL_EVERY;
         Some(at.map_or(next, |a| a.min(next)))
     }
 
-    /// This worker stops: its leases go back at once, and it is marked ended.
-    pub(super) fn leave_shared(&self) {
-        let mut st = super::lock(&self.state);
-        if st.frontier.shared() {
-            if let Err(e) = st.frontier.leave() {
-                self.runlog
-                    .line(&format!("cannot sign off the shared frontier: {e}"));
-            }
+    /// Queued URLs this worker counts as left: with a shared frontier, one while any worker
+    /// has anything queued or in flight.
+    pub(super) fn left_anywhere(&mut self) -> usize {
+        if self.frontier.shared() {
+            usize::from(!self.frontier.idle_everywhere().unwrap_or(false))
+        } else {
+            self.frontier.total_queued()
         }
+    }
+
+    /// This worker stops: its leases go back at once, and it is marked ended.
+    pub(super) fn leave_shared(&mut self) -> Result<(), crate::frontier::FrontierError> {
+        if self.frontier.shared() {
+            self.frontier.leave()?;
+        }
+        Ok(())
     }
 }

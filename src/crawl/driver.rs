@@ -1,0 +1,325 @@
+//! The async loop: the dispatcher that starts jobs as budgets become free, the resolver task,
+//! the signals (Ctrl-C, SIGTERM, SIGUSR1) and the report timer. No task, thread or timer
+//! exists per site: the dispatcher asks the scheduler what may go and sleeps until then.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::sync::Semaphore;
+use url::Url;
+
+use super::engine::Crawler;
+use super::sched::{Clock, Job, Pace, ResolveRequest, Site, Turn};
+use super::Ended;
+use crate::config::Profile;
+use crate::frontier::Candidate;
+use crate::net::fetch::FetchError;
+use crate::politeness::{self, robots, Answer};
+
+/// Runs the crawl a profile describes, to the end. Returns the whole crawl's statistics.
+pub(super) async fn run(profile: Profile) -> anyhow::Result<Ended> {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let (crawler, archived) = Crawler::open(profile, tx)?;
+    let crawler = Arc::new(crawler);
+    let resolver = spawn_resolver(crawler.clone(), rx);
+    let flying = match crawler.with_sched(|s| s.resume(&archived, Clock::now())) {
+        Ok(n) => n,
+        Err(e) => {
+            crawler.fail(e);
+            0
+        }
+    };
+    let new_seeds = crawler.queue_seeds();
+    if crawler.already_complete(flying, new_seeds) {
+        resolver.abort();
+        return crawler.leave_complete().map(Ended::AlreadyComplete);
+    }
+    if let Err(e) = crawler.with_journal(|j| j.runs.start()) {
+        crawler
+            .runlog
+            .line(&format!("cannot record the run: {e:#}"));
+    }
+    watch_ctrl_c(crawler.clone());
+    let reports = spawn_reports(crawler.clone());
+    dispatch(crawler.clone()).await;
+    resolver.abort();
+    reports.abort();
+    crawler.finish().map(Ended::Ran)
+}
+
+/// The dispatcher: starts jobs as budgets become free, until nothing is left to do.
+async fn dispatch(crawler: Arc<Crawler>) {
+    let at_once = crawler.profile.sites_at_once;
+    let slots = Arc::new(Semaphore::new(at_once));
+    let threads = Arc::new(Mutex::new((1..=at_once).rev().collect::<Vec<_>>()));
+    loop {
+        let Ok(permit) = slots.clone().acquire_owned().await else {
+            break;
+        };
+        let Some((budget, job)) = next_job(&crawler).await else {
+            break;
+        };
+        let thread = take(&threads).pop().unwrap_or(0);
+        let crawler = crawler.clone();
+        let threads = threads.clone();
+        crawler.running.fetch_add(1, Ordering::SeqCst);
+        tokio::spawn(async move {
+            let pace = crawler.clone().run_job_caught(job, thread).await;
+            crawler.running.fetch_sub(1, Ordering::SeqCst);
+            crawler.release(&budget, pace);
+            take(&threads).push(thread);
+            drop(permit);
+        });
+    }
+    // Let the jobs in flight finish: each holds a permit until it ends.
+    let all = u32::try_from(at_once).unwrap_or(u32::MAX);
+    let _ = slots.acquire_many(all).await;
+}
+
+/// The free thread numbers (crawl.log's thread field): a plain list, no engine lock.
+fn take(threads: &Mutex<Vec<usize>>) -> std::sync::MutexGuard<'_, Vec<usize>> {
+    threads.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Waits until a budget may go and returns its next job; None when the crawl is over.
+async fn next_job(crawler: &Crawler) -> Option<(String, Job)> {
+    loop {
+        // Created before looking: a notify_one in between is kept as a permit, not lost.
+        let woken = crawler.wake.notified();
+        if crawler.stopped() {
+            return None;
+        }
+        let gate = crawler.gate();
+        match crawler.with_sched(|s| s.turn(&gate, Clock::now())) {
+            Turn::Go(budget, job) => return Some((budget, job)),
+            Turn::Over => return None,
+            Turn::Wait(Some(at)) => {
+                tokio::select! {
+                    _ = tokio::time::sleep_until(tokio::time::Instant::from_std(at)) => {}
+                    _ = woken => {}
+                }
+            }
+            Turn::Wait(None) => woken.await,
+        }
+    }
+}
+
+impl Crawler {
+    /// Gives a budget back with the pause its last answer calls for, and commits the frontier.
+    fn release(&self, budget: &str, pace: Pace) {
+        let due = self.progress.due();
+        let active = self.running.load(Ordering::SeqCst);
+        let gauges = self.with_sched(|s| {
+            s.release(budget, pace);
+            due.then(|| s.gauges(active, std::time::SystemTime::now()))
+        });
+        if let Some(gauges) = gauges {
+            self.with_journal(|j| self.progress.update(&j.stats, gauges));
+        }
+    }
+
+    /// Runs a job in its own task, so that a panic inside it (a bug, or input nobody
+    /// foresaw) is caught: the URL is logged `-5` with the panic message, it leaves the
+    /// in-flight list, and the budget is given back — the crawl goes on.
+    async fn run_job_caught(self: Arc<Self>, job: Job, thread: usize) -> Pace {
+        let (origin, robots_of, candidate) = match &job {
+            Job::Robots { origin } => (origin.clone(), Some(origin.clone()), None),
+            Job::Fetch { origin, candidate } => (origin.clone(), None, Some((**candidate).clone())),
+            Job::Chase { origin, chase } => (
+                origin.clone(),
+                Some(chase.owner.clone()),
+                Some(chase.candidate.clone()),
+            ),
+        };
+        let crawler = self.clone();
+        let run = tokio::spawn(async move { crawler.run_job(job, thread).await });
+        match run.await {
+            Ok(pace) => pace,
+            Err(e) => {
+                let message = panic_message(e);
+                self.runlog
+                    .line(&format!("{origin}: a job failed unexpectedly: {message}"));
+                self.job_panicked(&origin, robots_of.as_deref(), candidate, &message, thread)
+            }
+        }
+    }
+
+    /// Logs the URL of a job that panicked and settles it, as a failure that is not retried
+    /// (a robots.txt job counts as one failed try of `robots_of`, so that site is given up in
+    /// the end).
+    fn job_panicked(
+        &self,
+        origin: &str,
+        robots_of: Option<&str>,
+        candidate: Option<Candidate>,
+        message: &str,
+        thread: usize,
+    ) -> Pace {
+        let error = FetchError::Other(format!("panic: {message}"));
+        let loopback = self.with_sched(|s| s.sites.get(origin).is_some_and(Site::loopback));
+        let mut pace = Pace {
+            end: Instant::now(),
+            base: politeness::delay_after(&self.profile.politeness, loopback, Duration::ZERO, None),
+            answer: Answer::Overloaded,
+            retry_after: None,
+        };
+        let candidate = candidate.or_else(|| {
+            let url = Url::parse(origin)
+                .ok()
+                .and_then(|u| robots::robots_url(&u))?;
+            Some(Candidate {
+                url,
+                path: "P".to_string(),
+                via: Url::parse(origin).ok(),
+                attempts: 0,
+            })
+        });
+        if let Some(c) = &candidate {
+            self.log_error(c, &error, thread, Vec::new());
+        }
+        match robots_of {
+            Some(owner) => {
+                self.with_sched(|s| s.settle_robots(owner, origin, None, &mut pace, Clock::now()));
+            }
+            None => {
+                if let Some(c) = &candidate {
+                    self.finished(&c.url);
+                }
+            }
+        }
+        self.commit();
+        pace
+    }
+
+    async fn run_job(&self, job: Job, thread: usize) -> Pace {
+        match job {
+            Job::Robots { origin } => self.run_robots(&origin, thread).await,
+            Job::Fetch { origin, candidate } => self.run_fetch(&origin, *candidate, thread).await,
+            Job::Chase { origin, chase } => self.robots_chain(&origin, *chase, thread).await,
+        }
+    }
+}
+
+/// Writes `report.json` every minute and whenever the process gets SIGUSR1 (on demand:
+/// `kill -USR1 PID`), so a long crawl can be inspected while it runs.
+fn spawn_reports(crawler: Arc<Crawler>) -> tokio::task::JoinHandle<()> {
+    // Installed before the crawl starts: SIGUSR1's default action would end the process.
+    let mut usr1 =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::user_defined1()).ok();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(60));
+        tick.tick().await;
+        loop {
+            match usr1.as_mut() {
+                Some(sig) => {
+                    tokio::select! {
+                        _ = tick.tick() => {}
+                        _ = sig.recv() => {}
+                    }
+                }
+                None => {
+                    tick.tick().await;
+                }
+            }
+            let (stats, saved) = crawler.with_journal(|j| {
+                j.runs.update(j.stats.this_run().0, None);
+                (j.stats.clone(), j.runs.save())
+            });
+            if let Err(e) = saved {
+                crawler
+                    .runlog
+                    .line(&format!("cannot record the run: {e:#}"));
+            }
+            crawler.write_report(&stats, false);
+        }
+    })
+}
+
+/// First Ctrl-C (or SIGTERM): finish the exchanges in flight, close the WARC files, stop.
+/// Second: stop at once; every record already written is a complete gzip member and stays
+/// readable, and the next run closes the `.open` file properly.
+fn watch_ctrl_c(crawler: Arc<Crawler>) {
+    tokio::spawn(async move {
+        let mut term =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        if !stop_signal(&mut term).await {
+            return;
+        }
+        eprintln!(
+            "\narchiver: stopping after the requests in flight (Ctrl-C again to stop at once)"
+        );
+        crawler.interrupted.store(true, Ordering::SeqCst);
+        crawler.stop();
+        if stop_signal(&mut term).await {
+            eprintln!("archiver: stopped at once; the WARC being written keeps its .open name");
+            std::process::exit(130);
+        }
+    });
+}
+
+/// Waits for Ctrl-C or SIGTERM; false when no signal can be listened for.
+async fn stop_signal(term: &mut Option<tokio::signal::unix::Signal>) -> bool {
+    match term.as_mut() {
+        Some(t) => {
+            tokio::select! {
+                r = tokio::signal::ctrl_c() => r.is_ok(),
+                r = t.recv() => r.is_some(),
+            }
+        }
+        None => tokio::signal::ctrl_c().await.is_ok(),
+    }
+}
+
+/// Runs name lookups as they are asked for, each in its own small task, so a slow DNS server
+/// never holds up the dispatcher.
+fn spawn_resolver(
+    crawler: Arc<Crawler>,
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<ResolveRequest>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        while let Some(req) = rx.recv().await {
+            let c = crawler.clone();
+            tokio::spawn(async move {
+                if !req.after.is_zero() {
+                    tokio::time::sleep(req.after).await;
+                }
+                let answer = c.resolver.resolve(&req.host).await;
+                c.with_sched(|s| s.resolved(&req.origin, answer, Clock::now()));
+            });
+        }
+    })
+}
+
+/// The message of a task's panic (or why it ended otherwise).
+fn panic_message(e: tokio::task::JoinError) -> String {
+    if !e.is_panic() {
+        return e.to_string();
+    }
+    let payload = e.into_panic();
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_panicking_task_gives_its_message() {
+        let str_panic = tokio::spawn(async { panic!("boom") }).await.unwrap_err();
+        assert_eq!(panic_message(str_panic), "boom");
+        let n = 7;
+        let string_panic = tokio::spawn(async move {
+            if n == 7 {
+                panic!("bad value {n}");
+            }
+        })
+        .await
+        .unwrap_err();
+        assert_eq!(panic_message(string_panic), "bad value 7");
+    }
+}

@@ -1,0 +1,512 @@
+//! The `Crawler`: what one crawl holds while it runs, behind three locks.
+//!
+//! - the scheduler ([`Sched`]: queues, sites, budgets, the site book), rank 1;
+//! - the archive ([`Archive`]: the WARC writer and the digest index), rank 2;
+//! - the journal ([`Journal`]: crawl.log, the statistics, refusals.log, the run book), rank 3.
+//!
+//! Each is reached only through `with_sched`, `with_archive` or `with_journal`, which lend the
+//! data to a closure (see [`super::locks`] for how their order is kept). `with_sched` also
+//! carries out what the scheduler left in its outbox once its lock is released: that is where
+//! every dropped URL gets its crawl.log line.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::SystemTime;
+
+use anyhow::Context as _;
+use tokio::sync::Notify;
+use url::Url;
+
+use super::disposition::Archive;
+use super::journal::Journal;
+use super::locks::Ordered;
+use super::sched::{Gate, Limits, Outbox, ResolveRequest, Sched};
+use crate::config::Profile;
+use crate::frontier::Frontier;
+use crate::logs::crawllog::CrawlLog;
+use crate::logs::report::{Progress, Stats};
+use crate::logs::runlog::{RefusalLog, RunBook, RunLog, SiteBook};
+use crate::net::dns::Resolver;
+use crate::net::fetch::{FetchSettings, Fetcher};
+use crate::scope::rules::ScopeRules;
+use crate::scope::traps::{ContentTraps, UrlTrapRules};
+use crate::scope::Scope;
+use crate::warc::{WarcSettings, WarcWriter};
+
+/// A running crawl.
+pub(super) struct Crawler {
+    pub(super) profile: Profile,
+    pub(super) fetcher: Fetcher,
+    pub(super) resolver: Resolver,
+    pub(super) scope: Scope,
+    pub(super) rules: ScopeRules,
+    /// The URL trap rules of the profile's `[traps]` table (None: all off).
+    pub(super) url_traps: Option<UrlTrapRules>,
+    /// The repeated-content trap rule is on (its detector lives in the scheduler).
+    pub(super) content_traps_on: bool,
+    sched: Ordered<Sched, 1>,
+    archive: Ordered<Archive, 2>,
+    journal: Ordered<Journal, 3>,
+    /// Wakes the dispatcher: new work, a finished job, a resolved name, a stop.
+    pub(super) wake: Notify,
+    pub(super) runlog: RunLog,
+    pub(super) progress: Progress,
+    /// Asks the resolver task for name lookups.
+    resolve_tx: tokio::sync::mpsc::UnboundedSender<ResolveRequest>,
+    /// Jobs running now.
+    pub(super) running: AtomicUsize,
+    /// Set by Ctrl-C or a fatal error: no new job starts; jobs in flight finish.
+    stopping: AtomicBool,
+    /// Set by Ctrl-C or SIGTERM (not by errors): the run ends with exit code 130.
+    pub(super) interrupted: AtomicBool,
+}
+
+impl Crawler {
+    /// Opens the output folder, the WARC writer and the logs. Also returns the URLs found
+    /// archived in WARCs recovered at start (for `Sched::resume`).
+    pub(super) fn open(
+        profile: Profile,
+        resolve_tx: tokio::sync::mpsc::UnboundedSender<ResolveRequest>,
+    ) -> anyhow::Result<(Crawler, HashSet<String>)> {
+        let out = profile.output_dir.clone();
+        std::fs::create_dir_all(&out)
+            .with_context(|| format!("cannot create the output folder {}", out.display()))?;
+        // The state first: another crawl's state folder must stop us before anything is written.
+        let frontier = open_frontier(&profile)?;
+        let settings = warc_settings(&profile);
+        let recovered = crate::warc::recover_open_files(&settings)
+            .with_context(|| format!("cannot close the unfinished WARCs in {}", out.display()))?;
+        let warc = WarcWriter::new(settings)
+            .with_context(|| format!("cannot write WARCs under {}", out.display()))?;
+        let log_path = out.join("crawl.log");
+        // The whole crawl's counts so far: every earlier run's lines are in crawl.log.
+        let seeds: Vec<&str> = profile.seeds.iter().map(Url::as_str).collect();
+        let mut stats = Stats::from_log(&log_path, &seeds)
+            .with_context(|| format!("cannot read {}", log_path.display()))?;
+        stats.run_started = Some(SystemTime::now());
+        let log = CrawlLog::open(&log_path)
+            .with_context(|| format!("cannot open {}", log_path.display()))?;
+        let refusals = RefusalLog::open(&out.join("refusals.log"))?;
+        let digests = load_digests(&profile)?;
+        let runlog = RunLog::open(&out.join("run.log"))?;
+        let book = SiteBook::load(&out.join("state").join("sites.json"))?;
+        let runs = RunBook::load(&out.join("state").join("runs.json"), &runlog);
+        if stats.unreadable_lines > 0 {
+            runlog.line(&format!(
+                "{} lines of {} could not be read back (torn by a crash?); the reports leave \
+                 them out",
+                stats.unreadable_lines,
+                log_path.display()
+            ));
+        }
+        let fetcher = Fetcher::new(FetchSettings {
+            user_agent: profile.user_agent.clone(),
+            timeout: profile.timeout,
+            max_body_bytes: profile.max_body_bytes,
+            extra_roots: profile.extra_roots.clone(),
+        });
+        runlog.line(&format!(
+            "start crawl {:?} with profile {} as {:?}",
+            profile.name,
+            profile.path.display(),
+            profile.user_agent
+        ));
+        if !profile.obey_robots {
+            runlog.line(&format!(
+                "robots.txt is NOT obeyed in this run (unrestricted); reason: {}",
+                profile.unrestricted_reason
+            ));
+        }
+        let mut archived = HashSet::new();
+        for r in &recovered {
+            runlog.line(&format!(
+                "recovered {}: {} whole records kept, {} bytes of a torn record cut{}",
+                r.path.display(),
+                r.records_kept,
+                r.bytes_cut,
+                if r.removed {
+                    " (nothing left: removed)"
+                } else {
+                    ""
+                }
+            ));
+            archived.extend(r.captured_uris().map(str::to_string));
+        }
+        let resolver = Resolver::new(profile.resolve.clone(), profile.politeness.dns_cache);
+        let limits = Limits {
+            max_pages_per_site: profile.scope.max_pages_per_site,
+            dns_ttl: resolver.ttl(),
+            obey_robots: profile.obey_robots,
+            max_retries: profile.politeness.max_retries,
+            max_crawl_delay: profile.politeness.max_crawl_delay,
+            budget: profile.politeness.budget,
+            guard: profile.guard.clone(),
+            busy_retry: super::shared::busy_retry(profile.politeness.min_delay),
+        };
+        let content_traps = content_traps(&profile.traps);
+        let crawler = Crawler {
+            scope: Scope::new(profile.scope.clone(), &profile.seeds),
+            rules: ScopeRules::new(&profile.rules, &profile.scope.include),
+            url_traps: UrlTrapRules::from_settings(
+                &profile.traps,
+                chrono::Datelike::year(&chrono::Utc::now()),
+            ),
+            content_traps_on: content_traps.is_some(),
+            resolver,
+            fetcher,
+            sched: Ordered::new(Sched::new(frontier, book, content_traps, limits)),
+            archive: Ordered::new(Archive::new(warc, digests, profile.dedup_max_digests)),
+            journal: Ordered::new(Journal::new(log, stats, refusals, runs)),
+            wake: Notify::new(),
+            runlog,
+            progress: Progress::new(),
+            resolve_tx,
+            running: AtomicUsize::new(0),
+            stopping: AtomicBool::new(false),
+            interrupted: AtomicBool::new(false),
+            profile,
+        };
+        Ok((crawler, archived))
+    }
+
+    /// Lock 1: lends the scheduler to `f`, then (the lock released) carries out what it left
+    /// to do: crawl.log lines for dropped URLs, run.log lines, name lookups, a stop, a wake-up.
+    pub(super) fn with_sched<R>(&self, f: impl FnOnce(&mut Sched) -> R) -> R {
+        let (result, out) = self.sched.with(|s| {
+            let result = f(s);
+            (result, s.take_outbox())
+        });
+        self.carry_out(out);
+        result
+    }
+
+    /// Lock 2: the WARC writer and the digest index.
+    pub(super) fn with_archive<R>(&self, f: impl FnOnce(&mut Archive) -> R) -> R {
+        self.archive.with(f)
+    }
+
+    /// Lock 3: crawl.log, the statistics, refusals.log and the run book.
+    pub(super) fn with_journal<R>(&self, f: impl FnOnce(&mut Journal) -> R) -> R {
+        self.journal.with(f)
+    }
+
+    /// The scheduler's outbox, done in the order it was filled, kind by kind.
+    fn carry_out(&self, out: Outbox) {
+        for dropped in out.drops {
+            self.log_drop(dropped);
+        }
+        for line in &out.notes {
+            self.runlog.line(line);
+        }
+        let mut lost = 0;
+        for request in out.resolve {
+            // The resolver task is gone only when the crawl is ending.
+            if self.resolve_tx.send(request).is_err() {
+                lost += 1;
+            }
+        }
+        if lost > 0 {
+            self.sched
+                .with(|s| (0..lost).for_each(|_| s.resolve_lost()));
+        }
+        if let Some(why) = out.failure {
+            self.fail(why);
+        }
+        if out.wake {
+            self.wake.notify_one();
+        }
+    }
+
+    /// The decide rules checked again when a queued URL is taken up.
+    pub(super) fn gate(&self) -> Gate<'_> {
+        Gate {
+            optout: &self.profile.optout,
+            rules: &self.rules,
+        }
+    }
+
+    pub(super) fn stopped(&self) -> bool {
+        self.stopping.load(Ordering::SeqCst)
+    }
+
+    /// Stops the crawl: nothing new starts, jobs in flight finish, files are closed.
+    pub(super) fn stop(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        self.wake.notify_one();
+    }
+
+    /// Stops the crawl on a frontier failure (e.g. a full disk): the crawl can be resumed.
+    pub(super) fn fail(&self, e: impl std::fmt::Display) {
+        tracing::error!("{e}");
+        self.runlog.line(&format!("stopping: {e}"));
+        self.with_journal(|j| {
+            j.fatal.get_or_insert_with(|| e.to_string());
+        });
+        self.stop();
+    }
+
+    /// Makes the frontier's changes so far durable.
+    pub(super) fn commit(&self) {
+        self.with_sched(Sched::commit);
+    }
+
+    /// Marks an in-flight URL finished.
+    pub(super) fn finished(&self, url: &Url) {
+        self.with_sched(|s| s.finished(url));
+    }
+
+    /// Queues the seeds not seen before; returns how many.
+    pub(super) fn queue_seeds(&self) -> usize {
+        let gate = self.gate();
+        let mut queued = 0;
+        for seed in &self.profile.seeds {
+            let seed = crate::frontier::Candidate::seed(seed.clone());
+            if self.with_sched(|s| s.seed(seed, &gate, super::sched::Clock::now())) {
+                queued += 1;
+            }
+        }
+        queued
+    }
+
+    /// Closes the files and says how the crawl ended.
+    pub(super) fn finish(&self) -> anyhow::Result<Stats> {
+        self.progress.finish();
+        self.leave_shared();
+        self.with_archive(|a| a.warc.close())
+            .context("cannot close the last WARC file")?;
+        let mut stats = self.with_journal(|j| j.stats.clone());
+        let wall = SystemTime::now();
+        let (left, suspended) = self.with_sched(|s| {
+            let left = s.frontier.total_queued() as u64;
+            (left, s.suspended_with_work(wall))
+        });
+        stats.left_queued = left;
+        stats.suspended = suspended;
+        stats.suspended.sort();
+        stats.interrupted = self.interrupted.load(Ordering::SeqCst);
+        let outcome = match self.with_journal(|j| j.fatal.clone()) {
+            Some(why) => format!("stopped: {why}"),
+            None if stats.interrupted => "interrupted".to_string(),
+            None if stats.no_seed_answered() => "no seed fetched".to_string(),
+            None => "finished".to_string(),
+        };
+        let saved = self.with_journal(|j| {
+            j.runs.update(stats.this_run().0, Some(&outcome));
+            j.runs.save()
+        });
+        if let Err(e) = saved {
+            self.runlog.line(&format!("cannot record the run: {e:#}"));
+        }
+        self.write_report(&stats, true);
+        stats.runs = self.with_journal(|j| j.runs.runs.clone());
+        if let Err(e) = self.with_sched(|s| s.book.save()) {
+            self.runlog
+                .line(&format!("cannot save the site book: {e:#}"));
+        }
+        self.runlog.line(&format!(
+            "end ({outcome}): {} URLs in this run; whole crawl: {} fetched, {} archived, {} \
+             suspended sites, {} URLs left queued",
+            stats.this_run().0,
+            stats.fetched(),
+            stats.archived,
+            stats.suspended.len(),
+            stats.left_queued
+        ));
+        if let Some(why) = self.with_journal(|j| j.fatal.take()) {
+            anyhow::bail!("the crawl stopped: {why}");
+        }
+        // Only a crawl that ended: an interrupted one is resumed, and would pack again.
+        if self.profile.wacz && !stats.interrupted {
+            self.write_wacz()?;
+        }
+        Ok(stats)
+    }
+
+    /// True when an earlier run left nothing to do: nothing queued or in flight, and no seed
+    /// new to the frontier (a seed added to the profile makes the crawl go on).
+    pub(super) fn already_complete(&self, in_flight: usize, new_seeds: usize) -> bool {
+        let ran_before = self.with_journal(|j| j.stats.run_base > 0);
+        // A shared crawl is complete only when no worker has anything queued or in flight.
+        let queued = self.with_sched(Sched::left_anywhere);
+        ran_before && queued == 0 && in_flight == 0 && new_seeds == 0 && !self.stopped()
+    }
+
+    /// Ends a run that had nothing to do, touching no report: only run.log says it happened.
+    pub(super) fn leave_complete(&self) -> anyhow::Result<Stats> {
+        self.leave_shared();
+        self.with_archive(|a| a.warc.close())
+            .context("cannot close the WARC writer")?;
+        let stats = self.with_journal(|j| {
+            let mut stats = j.stats.clone();
+            stats.runs = j.runs.runs.clone();
+            stats
+        });
+        self.runlog.line(
+            "nothing to do: the crawl is already complete (reports left as they are); set \
+             another [output] dir to crawl again",
+        );
+        Ok(stats)
+    }
+
+    /// This worker stops: with a shared frontier its leases go back at once.
+    fn leave_shared(&self) {
+        if let Err(e) = self.with_sched(Sched::leave_shared) {
+            self.runlog
+                .line(&format!("cannot sign off the shared frontier: {e}"));
+        }
+    }
+
+    /// Writes `report.json` (atomically: a temp file, then a rename).
+    pub(super) fn write_report(&self, stats: &Stats, finished: bool) {
+        let remaining = self.with_sched(|s| {
+            let mut per_host = std::collections::BTreeMap::new();
+            for origin in s.frontier.sites_with_work().unwrap_or_default() {
+                let n = s.frontier.queued(&origin) as u64;
+                *per_host
+                    .entry(crate::logs::report::host_key(&origin))
+                    .or_insert(0) += n;
+            }
+            per_host
+        });
+        let mut stats = stats.clone();
+        stats.runs = self.with_journal(|j| j.runs.runs.clone());
+        let json = stats.report_json(&self.profile.name, finished, &remaining);
+        let path = self.profile.output_dir.join("report.json");
+        let tmp = path.with_extension("json.tmp");
+        let written = serde_json::to_vec_pretty(&json)
+            .map_err(std::io::Error::other)
+            .and_then(|bytes| std::fs::write(&tmp, bytes))
+            .and_then(|_| std::fs::rename(&tmp, &path));
+        if let Err(e) = written {
+            self.runlog
+                .line(&format!("cannot write {}: {e}", path.display()));
+        }
+    }
+
+    /// `[output] wacz = true`: the crawl packed as `OUT/NAME.wacz`, opening at the first seed.
+    pub(super) fn write_wacz(&self) -> anyhow::Result<()> {
+        let p = &self.profile;
+        let name: String = p
+            .name
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let output = p.output_dir.join(format!("{name}.wacz"));
+        let opts = crate::wacz::WaczOptions {
+            crawl_dir: p.output_dir.clone(),
+            output: output.clone(),
+            title: Some(p.name.clone()),
+            main_page: p.seeds.first().map(|s| s.to_string()),
+        };
+        match crate::wacz::write(&opts) {
+            Ok(r) => {
+                self.runlog.line(&format!(
+                    "wacz: {} ({} WARC files, {} pages, {} bytes)",
+                    output.display(),
+                    r.warcs,
+                    r.pages,
+                    r.bytes
+                ));
+                Ok(())
+            }
+            Err(e) => {
+                self.runlog
+                    .line(&format!("wacz: cannot write {}: {e}", output.display()));
+                anyhow::bail!("the crawl ended, but its WACZ could not be written: {e}")
+            }
+        }
+    }
+}
+
+/// The crawl's frontier: an SQLite database in `OUT/state/`, so a crawl survives a crash and a
+/// later run of the same profile picks it up; or, with `[frontier] database` (or
+/// `ARCHIVER_DATABASE`), a PostgreSQL database that every worker of the crawl shares. Either
+/// refuses another profile's crawl.
+fn open_frontier(p: &Profile) -> anyhow::Result<Box<dyn Frontier>> {
+    let identity = crate::frontier::sqlite::CrawlIdentity {
+        name: p.name.clone(),
+        seeds: p.seeds.iter().map(|u| u.to_string()).collect(),
+    };
+    if let Some(url) = p.frontier.database_with_env() {
+        let settings = crate::frontier::postgres::PostgresSettings {
+            url,
+            worker: worker_name(),
+            lease: p.frontier.lease,
+        };
+        let store = crate::frontier::postgres::PostgresFrontier::open(&settings, &identity)
+            .context("cannot use the shared frontier")?;
+        return Ok(Box::new(store));
+    }
+    let state = p.output_dir.join("state");
+    let store = crate::frontier::sqlite::SqliteFrontier::open(&state, &identity)
+        .with_context(|| format!("cannot use the crawl state in {}", state.display()))?;
+    Ok(Box::new(store))
+}
+
+/// This worker's name in a shared frontier: `host~pid`, as in its WARC file names.
+fn worker_name() -> String {
+    let host = gethostname::gethostname()
+        .to_string_lossy()
+        .trim()
+        .to_string();
+    format!("{host}~{}", std::process::id())
+}
+
+/// The payload digests already archived: earlier crawls' CDXJ named by the profile, and this
+/// crawl's own indexes (so a resumed crawl keeps writing revisits for what it already has).
+fn load_digests(p: &Profile) -> anyhow::Result<crate::dedup::DigestIndex> {
+    let mut index = crate::dedup::DigestIndex::new();
+    let own = p.output_dir.join("indexes");
+    let mut paths = p.dedup_previous.clone();
+    if own.is_dir() {
+        paths.push(own);
+    }
+    if !paths.is_empty() {
+        index
+            .load_cdxj(&paths)
+            .context("cannot read the CDXJ named in [dedup] previous")?;
+    }
+    Ok(index)
+}
+
+/// The repeated-content detector a `[traps]` table asks for: `repeated_content` identical
+/// pages under one path prefix before further ones are traps; None when the rule is off.
+fn content_traps(t: &crate::scope::traps::TrapSettings) -> Option<ContentTraps> {
+    (t.enabled && t.repeated_content > 0)
+        .then(|| ContentTraps::new(t.repeated_content, 0, 1024, 1024))
+}
+
+fn warc_settings(p: &Profile) -> WarcSettings {
+    let robots = if p.obey_robots {
+        "obey".to_string()
+    } else {
+        format!("ignore (unrestricted run: {})", p.unrestricted_reason)
+    };
+    let mut info = vec![
+        ("isPartOf".to_string(), p.name.clone()),
+        ("http-header-user-agent".to_string(), p.user_agent.clone()),
+        ("robots".to_string(), robots),
+        ("profile".to_string(), p.path.display().to_string()),
+        (
+            "profile-digest".to_string(),
+            crate::spool::sha1_of(p.source.as_bytes()),
+        ),
+    ];
+    if !p.operator.is_empty() {
+        info.insert(0, ("operator".to_string(), p.operator.clone()));
+    }
+    WarcSettings {
+        warc_dir: p.output_dir.join("warcs"),
+        index_dir: p.output_dir.join("indexes"),
+        prefix: p.prefix.clone(),
+        max_bytes: p.warc_max_bytes,
+        version: p.warc_version,
+        info,
+    }
+}

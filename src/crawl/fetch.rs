@@ -1,0 +1,322 @@
+//! The job of one URL: fetch it at its site's address, read what the page offers, `decide`,
+//! carry the disposition out, and judge and queue its outlinks.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant, SystemTime};
+
+use url::Url;
+
+use super::candidates;
+use super::decide::{self, Disposition};
+use super::engine::Crawler;
+use super::page::{is_css, is_html};
+use super::sched::{Clock, Pace, Site};
+use crate::extract::{Hop, Outlink};
+use crate::frontier::Candidate;
+use crate::net::fetch::{BodyPlan, FetchError, Fetched};
+use crate::politeness::{self, Answer};
+use crate::scope::origin_of;
+
+/// Outlinks seen-checked and queued per turn of the scheduler lock, so that other sites' jobs
+/// get the lock between two turns.
+const LINK_BATCH: usize = 256;
+
+impl Crawler {
+    /// Fetches a URL of a resolved site. Every job's URL is of its own site (a robots.txt
+    /// redirect to another one is handed to that site); should a URL of another origin come
+    /// here all the same, it is resolved as its own URL and connected at its own address, so
+    /// the record never shows one server's answer under another's name. The guard checks the
+    /// address actually connected, whatever resolved it.
+    pub(super) async fn fetch_on(
+        &self,
+        origin: &str,
+        candidate: &Candidate,
+        referer: Option<&Url>,
+        plan: impl Fn(u16, &hyper::HeaderMap) -> BodyPlan,
+    ) -> Result<Fetched, FetchError> {
+        let url = &candidate.url;
+        let addr = if origin_of(url) == origin {
+            self.with_sched(|s| s.target(origin, url))
+                .ok_or_else(|| FetchError::Dns("the site's address is not known".into()))?
+        } else {
+            let host = url
+                .host_str()
+                .ok_or_else(|| FetchError::Other("URL has no host".into()))?;
+            let ip = self.resolver.resolve(host).await.map_err(FetchError::Dns)?;
+            let port = url
+                .port_or_known_default()
+                .ok_or_else(|| FetchError::Other("no port for this scheme".into()))?;
+            SocketAddr::new(ip, port)
+        };
+        self.profile
+            .guard
+            .check(addr.ip())
+            .map_err(FetchError::Refused)?;
+        self.fetcher.get(url, addr, referer, plan).await
+    }
+
+    /// What to do with a URL's body once its headers are in: a successful answer of a type
+    /// `keep_mime` drops is not read at all (the connection is closed), HTML and CSS are kept
+    /// in memory for their links, everything else streams to the record.
+    fn body_plan(&self, hop: Hop, status: u16, headers: &hyper::HeaderMap) -> BodyPlan {
+        let mime = headers.get("content-type").and_then(|v| v.to_str().ok());
+        if (200..300).contains(&status) && !self.rules.mime_kept(mime, hop) {
+            return BodyPlan::Skip;
+        }
+        BodyPlan::Read {
+            keep: is_html(headers) || is_css(headers),
+        }
+    }
+
+    /// Fetches a URL, decides what it means, carries that out and queues its links.
+    pub(super) async fn run_fetch(
+        &self,
+        origin: &str,
+        mut candidate: Candidate,
+        thread: usize,
+    ) -> Pace {
+        candidate.attempts += 1;
+        let retries_left = candidate.attempts <= self.profile.politeness.max_retries;
+        let hop = crate::scope::rules::mime_hop(&candidate.path);
+        // Seeds have no via; a discovered URL names the page it was found on.
+        let referer = candidate.via.as_ref().filter(|_| self.profile.send_referer);
+        let plan = |status: u16, headers: &hyper::HeaderMap| self.body_plan(hop, status, headers);
+        let mut f = match self.fetch_on(origin, &candidate, referer, plan).await {
+            Ok(f) => f,
+            Err(e) => return self.fetch_failed(origin, candidate, &e, retries_left, thread),
+        };
+        let pace = self.pace_after(origin, &f);
+        // Parsing a big page is CPU work: done beside the async workers, so the other sites'
+        // exchanges go on meanwhile.
+        let page = tokio::task::block_in_place(|| self.links_and_directives(origin, &f));
+        if let Some(text) = &page.bad_location {
+            self.log_bad_location(&candidate, text);
+        }
+        let rules = decide::Rules {
+            max_retries: self.profile.politeness.max_retries,
+        };
+        let decision = decide::decide(&f, &page, candidate.attempts, rules);
+        self.note_refusal(origin, &f, decision.refusal.as_deref());
+        let disposition = decision.disposition;
+        if !matches!(
+            disposition,
+            Disposition::Retry { .. } | Disposition::Refused { .. }
+        ) {
+            let follow = disposition.follows_links(&page);
+            let mut links = page.links;
+            if page.trap.is_some() {
+                // A page that repeats itself under ever-new URLs: keep it, follow none of its
+                // links but its embeds (replay needs those).
+                links.retain(|l| l.hop == Hop::Embed);
+            }
+            // Outlinks are made durable before the record is written: after a crash between
+            // the two, the page is fetched again (it was never archived) and its links are not
+            // lost; after a crash once the record is written, recovery finds the record and
+            // the page counts as done, its links already queued.
+            if follow {
+                tokio::task::block_in_place(|| self.queue_links(&candidate, links));
+            }
+            self.commit();
+        }
+        self.dispose(origin, candidate, &mut f, thread, disposition);
+        pace
+    }
+
+    /// The pause an answer calls for; a `Retry-After` also becomes the site's floor.
+    pub(super) fn pace_after(&self, origin: &str, f: &Fetched) -> Pace {
+        let retry_after = f
+            .header("retry-after")
+            .and_then(|v| politeness::parse_retry_after(v, SystemTime::now()));
+        if let Some(ra) = retry_after {
+            self.raise_retry_after_floor(origin, ra);
+        }
+        Pace {
+            end: f.finished_at,
+            base: self.base_delay(origin, f),
+            answer: answer_of(f.status),
+            retry_after,
+        }
+    }
+
+    /// No answer at all: retry later while tries remain.
+    fn fetch_failed(
+        &self,
+        origin: &str,
+        candidate: Candidate,
+        e: &FetchError,
+        retries_left: bool,
+        thread: usize,
+    ) -> Pace {
+        let end = Instant::now();
+        if retries_left && !matches!(e, FetchError::Other(_) | FetchError::Refused(_)) {
+            let note = vec![format!("retry:{}", candidate.attempts)];
+            self.log_error(&candidate, e, thread, note);
+            self.retry_later(origin, candidate);
+        } else {
+            self.log_error(&candidate, e, thread, Vec::new());
+            self.finished(&candidate.url);
+        }
+        let (loopback, floor) = self.with_sched(|s| {
+            let site = s.sites.get(origin);
+            let floor = site.map_or(Duration::ZERO, |s| s.retry_after_floor);
+            (site.is_some_and(Site::loopback), floor)
+        });
+        let normal =
+            politeness::delay_after(&self.profile.politeness, loopback, Duration::ZERO, None);
+        Pace {
+            end,
+            base: normal.max(floor),
+            answer: Answer::Overloaded,
+            retry_after: None,
+        }
+    }
+
+    /// Counts a refusal (or a good answer, which resets the count) and suspends the site when
+    /// it keeps refusing.
+    fn note_refusal(&self, origin: &str, f: &Fetched, marker: Option<&str>) {
+        let settings = &self.profile.politeness.refusals;
+        let now = SystemTime::now();
+        let noted = self.with_sched(|s| {
+            let site = s.sites.get_mut(origin)?;
+            let suspended = site.refusals.record(marker.is_some(), settings, now);
+            let refusals = site.refusals.clone();
+            let host = site.host.clone();
+            if refusals.until.is_some() {
+                s.away.insert(origin.to_string());
+            }
+            s.book.set(origin, &refusals);
+            Some((suspended, refusals, host))
+        });
+        let (Some((suspended, refusals, host)), Some(marker)) = (noted, marker) else {
+            return;
+        };
+        self.with_journal(|j| j.refusal(&host, f, marker));
+        if let Some(until) = suspended {
+            self.runlog.line(&format!(
+                "{origin}: {} refusals in a row (last: {marker}); leaving the site alone until {} \
+                 (round {}, then {}x slower)",
+                settings.threshold,
+                crate::logs::runlog::format_epoch(until),
+                refusals.round,
+                refusals.slowdown()
+            ));
+        }
+    }
+
+    /// A URL tried again later.
+    pub(super) fn retry_later(&self, origin: &str, candidate: Candidate) {
+        self.with_sched(|s| s.retry_later(origin, candidate, Clock::now()));
+    }
+
+    /// The normal pause after a fetch on this site: the politeness rules, slowed down for a
+    /// site that has been suspended before.
+    fn base_delay(&self, origin: &str, f: &Fetched) -> Duration {
+        let (loopback, crawl_delay, slowdown, floor) = self.with_sched(|s| {
+            let site = s.sites.get(origin);
+            (
+                site.is_some_and(Site::loopback),
+                site.and_then(Site::crawl_delay),
+                site.map_or(1, |s| s.refusals.slowdown()),
+                site.map_or(Duration::ZERO, |s| s.retry_after_floor),
+            )
+        });
+        let loopback = loopback && f.ip.is_loopback();
+        politeness::delay_after(
+            &self.profile.politeness,
+            loopback,
+            f.duration(),
+            crawl_delay,
+        )
+        .saturating_mul(slowdown)
+        .max(floor)
+    }
+
+    /// A `Retry-After` becomes the site's floor: the pause from then on, never lowered (a
+    /// larger one raises it), kept in `state/sites.json` so a resumed crawl keeps it too.
+    fn raise_retry_after_floor(&self, origin: &str, retry_after: Duration) {
+        let raised = self.with_sched(|s| {
+            let site = s.sites.get_mut(origin)?;
+            if retry_after <= site.retry_after_floor {
+                return None;
+            }
+            site.retry_after_floor = retry_after;
+            // Saved at once (it changes rarely): a crash must not forget what the site asked.
+            s.book.set_retry_after(origin, retry_after);
+            Some(s.book.save())
+        });
+        let Some(saved) = raised else {
+            return;
+        };
+        if let Err(e) = saved {
+            self.runlog
+                .line(&format!("cannot save the site book: {e:#}"));
+        }
+        self.runlog.line(&format!(
+            "{origin}: Retry-After {:.3} s: the pause between requests to this site from now on",
+            retry_after.as_secs_f64()
+        ));
+    }
+
+    /// Scope-checks and queues the outlinks of a page, a batch at a time: the seen-check and
+    /// the queueing hold the state lock briefly; judging (scope, opt-out, traps) and logging
+    /// what is dropped happen without it, so other sites' jobs are never held up by one page.
+    fn queue_links(&self, parent: &Candidate, links: Vec<Outlink>) {
+        let mut links = links.into_iter().peekable();
+        while links.peek().is_some() {
+            let batch: Vec<Outlink> = links.by_ref().take(LINK_BATCH).collect();
+            let seen = self.with_sched(|s| {
+                let mut fresh = Vec::with_capacity(batch.len());
+                for link in batch {
+                    if s.mark_seen(&link.url)? {
+                        fresh.push(link);
+                    }
+                }
+                Ok::<_, crate::frontier::FrontierError>(fresh)
+            });
+            let fresh = match seen {
+                Ok(fresh) => fresh,
+                Err(e) => return self.fail(e),
+            };
+            let accepted: Vec<Candidate> = fresh
+                .into_iter()
+                .filter_map(|link| self.judge(parent, link))
+                .collect();
+            if accepted.is_empty() {
+                continue;
+            }
+            self.with_sched(|s| {
+                let clock = Clock::now();
+                for candidate in accepted {
+                    s.enqueue(candidate, clock);
+                }
+            });
+        }
+    }
+
+    /// Decides one new outlink (see [`candidates::judge`]): the candidate to queue, or None,
+    /// logged with the reason.
+    fn judge(&self, parent: &Candidate, link: Outlink) -> Option<Candidate> {
+        let rules = candidates::Rules {
+            scope: &self.scope,
+            rules: &self.rules,
+            optout: &self.profile.optout,
+            url_traps: self.url_traps.as_ref(),
+        };
+        match candidates::judge(&rules, parent, link) {
+            candidates::Verdict::Queue(candidate) => Some(candidate),
+            candidates::Verdict::Drop(dropped) => {
+                self.log_drop(dropped);
+                None
+            }
+        }
+    }
+}
+
+/// 429 and 5xx slow the budget down; everything else is a normal answer.
+pub(super) fn answer_of(status: u16) -> Answer {
+    if status == 429 || status >= 500 {
+        Answer::Overloaded
+    } else {
+        Answer::Fine
+    }
+}

@@ -1,0 +1,172 @@
+//! What a fetched page offers the crawl: its outlinks (HTML, CSS, the redirect target), its
+//! robots directives, and the decoded start of its body (for challenge-page markers and the
+//! repeated-content trap).
+
+use std::io::Read as _;
+
+use url::Url;
+
+use super::engine::Crawler;
+use crate::extract::{self, Directives, Hop, Outlink};
+use crate::net::fetch::Fetched;
+
+/// Decoded HTML larger than this is cut before link extraction (decompression bombs).
+const MAX_DECODED_HTML: usize = 50 << 20;
+
+/// Decoded stylesheet bytes read for links (a stylesheet is parsed whole, so it is capped
+/// lower than HTML, which streams).
+const MAX_DECODED_CSS: usize = 8 << 20;
+
+/// Decoded bytes of a page held in memory for its text fingerprint and challenge markers.
+const FINGERPRINT_BYTES: usize = 1 << 20;
+
+/// What a fetched page offers the crawl.
+pub(super) struct Page {
+    pub(super) links: Vec<Outlink>,
+    pub(super) directives: Directives,
+    /// The decoded start of an HTML body (for challenge-page markers).
+    pub(super) text: Vec<u8>,
+    /// Set when the page repeats pages already seen under ever-new URLs.
+    pub(super) trap: Option<crate::scope::traps::Trap>,
+    /// A redirect's `Location` that is no URL at all (logged, never fetched).
+    pub(super) bad_location: Option<String>,
+    /// Links left out past `[limits] max_outlinks`.
+    pub(super) left_out: usize,
+}
+
+impl Crawler {
+    /// Outlinks (HTML links and the redirect target), robots directives (meta + header), and
+    /// the decoded start of an HTML body (for challenge-page markers).
+    pub(super) fn links_and_directives(&self, origin: &str, f: &Fetched) -> Page {
+        let token = &self.profile.robots_token;
+        let mut directives = extract::x_robots_tag(&f.header_all("x-robots-tag"), token);
+        let mut links = Vec::new();
+        let mut bad_location = None;
+        match location_of(f) {
+            Some(Location::Target(url)) => links.push(Outlink {
+                url,
+                hop: Hop::Redirect,
+                context: "header/@location",
+            }),
+            Some(Location::Junk(text)) => bad_location = Some(text),
+            None => {}
+        }
+        let mut text = Vec::new();
+        let mut trap = None;
+        let mut left_out = 0;
+        if !f.payload.is_empty() && is_html(&f.headers) {
+            let encoding = f.header("content-encoding");
+            // Only the start of the page is held decoded (fingerprint, challenge markers);
+            // links are taken from a stream, so a huge or bomb page costs no memory.
+            let decoded = extract::decode_body(encoding, &f.payload[..], FINGERPRINT_BYTES);
+            let stream = extract::decoding_reader(encoding, &f.payload[..]);
+            if let (true, Ok(Some(reader))) = ((200..300).contains(&f.status), stream) {
+                // extract_html cleans the label (quotes, case) itself.
+                let charset = f.header("content-type").and_then(charset_of);
+                let max = self.profile.max_outlinks.saturating_sub(links.len());
+                let reader = reader.take(MAX_DECODED_HTML as u64);
+                let page = extract::extract_html_limited(reader, charset, &f.url, token, max);
+                directives.merge(page.directives);
+                links.extend(page.links);
+                left_out = page.left_out;
+                if self.content_traps_on {
+                    let text = crate::scope::traps::visible_text(&decoded.bytes);
+                    let hash = crate::scope::traps::text_hash(&text);
+                    trap = self.with_sched(|s| {
+                        let traps = s.content_traps.as_mut()?;
+                        traps.observe(origin, &f.url, hash)
+                    });
+                }
+            }
+            text = decoded.bytes;
+            text.truncate(16 * 1024);
+        } else if !f.payload.is_empty() && is_css(&f.headers) && (200..300).contains(&f.status) {
+            let encoding = f.header("content-encoding");
+            let decoded = extract::decode_body(encoding, &f.payload[..], MAX_DECODED_CSS);
+            // References in a stylesheet are relative to the stylesheet itself.
+            let mut found = crate::extract::css::css_links(
+                &crate::extract::css::decode(&decoded.bytes),
+                &f.url,
+            );
+            let room = self.profile.max_outlinks.saturating_sub(links.len());
+            if found.len() > room {
+                left_out = found.len() - room;
+                found.truncate(room);
+            }
+            links.extend(found);
+        }
+        Page {
+            links,
+            directives,
+            text,
+            trap,
+            bad_location,
+            left_out,
+        }
+    }
+}
+
+/// Is this response HTML worth extracting links from?
+pub(super) fn is_html(headers: &hyper::HeaderMap) -> bool {
+    headers
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .map(|v| {
+            let v = v.to_ascii_lowercase();
+            v.contains("text/html") || v.contains("application/xhtml")
+        })
+        .unwrap_or(false)
+}
+
+/// Is this response a stylesheet, whose `url()`s and `@import`s are requisites?
+pub(super) fn is_css(headers: &hyper::HeaderMap) -> bool {
+    headers
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.to_ascii_lowercase().contains("text/css"))
+}
+
+/// The charset parameter of a Content-Type value.
+fn charset_of(content_type: &str) -> Option<&str> {
+    content_type.split(';').find_map(|p| {
+        let (k, v) = p.split_once('=')?;
+        k.trim().eq_ignore_ascii_case("charset").then_some(v)
+    })
+}
+
+/// What a redirect's `Location` header points to.
+pub(super) enum Location {
+    /// A URL, of any scheme (scope rejects what is not http(s), and says so).
+    Target(Url),
+    /// Empty, or not a URL even relative to the redirecting one: the text as received.
+    Junk(String),
+}
+
+/// The `Location` of a redirect response, resolved against the URL that answered. Bytes that
+/// are not ASCII are read as UTF-8 (as browsers do) and end up percent-encoded in the URL.
+pub(super) fn location_of(f: &Fetched) -> Option<Location> {
+    if !(300..400).contains(&f.status) {
+        return None;
+    }
+    let raw = f.headers.get("location")?;
+    let text = String::from_utf8_lossy(raw.as_bytes());
+    let text = text.trim();
+    if text.is_empty() {
+        return Some(Location::Junk(String::new()));
+    }
+    Some(match f.url.join(text) {
+        Ok(mut target) => {
+            target.set_fragment(None);
+            Location::Target(target)
+        }
+        Err(_) => Location::Junk(text.to_string()),
+    })
+}
+
+/// The http(s) target of a redirect response, if it has one.
+pub(super) fn redirect_target(f: &Fetched) -> Option<Url> {
+    match location_of(f)? {
+        Location::Target(url) if matches!(url.scheme(), "http" | "https") => Some(url),
+        _ => None,
+    }
+}

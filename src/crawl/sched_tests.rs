@@ -1,0 +1,299 @@
+//! The scheduler on the memory frontier, with a clock the tests move by hand.
+
+use super::*;
+use crate::frontier::MemoryFrontier;
+use crate::net::guard::Guard;
+use crate::politeness::robots::Verdict;
+use crate::scope::rules::RuleSettings;
+
+/// A scheduler and the rules it is asked with; the site book lives in a temp folder.
+struct Fixture {
+    sched: Sched,
+    optout: OptOutList,
+    rules: ScopeRules,
+    clock: Clock,
+    _dir: tempfile::TempDir,
+}
+
+impl Fixture {
+    fn new(max_pages_per_site: u64) -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let book = SiteBook::load(&dir.path().join("sites.json")).unwrap();
+        let limits = Limits {
+            max_pages_per_site,
+            dns_ttl: Duration::from_secs(3600),
+            obey_robots: true,
+            max_retries: 1,
+            max_crawl_delay: Duration::from_secs(30),
+            budget: BudgetKind::Ip,
+            guard: Guard::new(true, Vec::new()),
+            busy_retry: Duration::from_secs(1),
+        };
+        Fixture {
+            sched: Sched::new(Box::new(MemoryFrontier::default()), book, None, limits),
+            optout: OptOutList::load(&[]).unwrap(),
+            rules: ScopeRules::new(&RuleSettings::default(), &[]),
+            clock: Clock::now(),
+            _dir: dir,
+        }
+    }
+
+    fn seed(&mut self, url: &str) -> bool {
+        let seed = Candidate::seed(Url::parse(url).unwrap());
+        let gate = Gate {
+            optout: &self.optout,
+            rules: &self.rules,
+        };
+        self.sched.seed(seed, &gate, self.clock)
+    }
+
+    fn turn(&mut self) -> Turn {
+        let gate = Gate {
+            optout: &self.optout,
+            rules: &self.rules,
+        };
+        self.sched.turn(&gate, self.clock)
+    }
+
+    /// Answers the one lookup asked for with a loopback address.
+    fn resolve(&mut self, origin: &str) {
+        let out = self.sched.take_outbox();
+        assert_eq!(out.resolve.len(), 1, "one lookup asked for");
+        assert_eq!(out.resolve[0].origin, origin);
+        let ip = "127.0.0.1".parse().unwrap();
+        self.sched.resolved(origin, Ok(ip), self.clock);
+    }
+
+    /// robots.txt answered with `body` (200).
+    fn robots(&mut self, origin: &str, body: &str) {
+        let (policy, verdict) =
+            Policy::from_answer(200, body.as_bytes(), "archiver", self.clock.now);
+        assert_eq!(verdict, Verdict::Rules);
+        let mut pace = self.pace(Duration::ZERO);
+        self.sched.settle_robots(
+            origin,
+            origin,
+            Some((policy, verdict)),
+            &mut pace,
+            self.clock,
+        );
+    }
+
+    fn pace(&self, base: Duration) -> Pace {
+        Pace {
+            end: self.clock.now,
+            base,
+            answer: Answer::Fine,
+            retry_after: None,
+        }
+    }
+}
+
+fn go(turn: Turn) -> (String, Job) {
+    match turn {
+        Turn::Go(budget, job) => (budget, job),
+        other => panic!("expected a job, got {other:?}"),
+    }
+}
+
+const SITE: &str = "http://a.example";
+
+#[test]
+fn a_new_site_resolves_then_fetches_robots_txt_then_its_pages() {
+    let mut f = Fixture::new(100);
+    assert!(f.seed("http://a.example/"));
+    assert!(!f.seed("http://a.example/"), "a seed is queued once");
+    // No budget before the name is known; the lookup keeps the crawl alive.
+    assert!(matches!(f.turn(), Turn::Wait(None)));
+    f.resolve(SITE);
+    let (budget, job) = go(f.turn());
+    assert_eq!(budget, "ip:127.0.0.1");
+    assert!(matches!(&job, Job::Robots { origin } if origin == SITE));
+    f.robots(SITE, "User-agent: *\nDisallow:\n");
+    let pace = f.pace(Duration::ZERO);
+    f.sched.release(&budget, pace);
+    let (_, job) = go(f.turn());
+    let Job::Fetch { candidate, .. } = job else {
+        panic!("expected the seed");
+    };
+    assert_eq!(candidate.url.as_str(), "http://a.example/");
+}
+
+#[test]
+fn a_released_budget_waits_out_its_pause() {
+    let mut f = Fixture::new(100);
+    f.seed("http://a.example/");
+    f.seed("http://a.example/b");
+    f.resolve(SITE);
+    let (budget, _robots) = go(f.turn());
+    f.robots(SITE, "");
+    let pause = Duration::from_secs(5);
+    let pace = f.pace(pause);
+    f.sched.release(&budget, pace);
+    assert!(f.sched.take_outbox().wake, "a release wakes the dispatcher");
+    let Turn::Wait(Some(at)) = f.turn() else {
+        panic!("expected a wait");
+    };
+    assert!(
+        at >= f.clock.now + pause,
+        "no request before the pause is over"
+    );
+    f.clock.now = at;
+    let (_, job) = go(f.turn());
+    assert!(matches!(job, Job::Fetch { .. }));
+}
+
+#[test]
+fn urls_robots_txt_forbids_are_dropped_without_a_request() {
+    let mut f = Fixture::new(100);
+    f.seed("http://a.example/private/x");
+    f.seed("http://a.example/public");
+    f.resolve(SITE);
+    let (budget, _) = go(f.turn());
+    f.robots(SITE, "User-agent: *\nDisallow: /private/\n");
+    let pace = f.pace(Duration::ZERO);
+    f.sched.release(&budget, pace);
+    let (_, job) = go(f.turn());
+    let Job::Fetch { candidate, .. } = job else {
+        panic!("expected a fetch");
+    };
+    assert_eq!(candidate.url.as_str(), "http://a.example/public");
+    let drops = f.sched.take_outbox().drops;
+    assert_eq!(drops.len(), 1);
+    assert_eq!(
+        drops[0].candidate.url.as_str(),
+        "http://a.example/private/x"
+    );
+    assert_eq!(
+        (drops[0].status, drops[0].why),
+        (status::ROBOTS_PRECLUDED, "robots")
+    );
+}
+
+#[test]
+fn the_page_quota_drops_further_urls_of_a_site() {
+    let mut f = Fixture::new(1);
+    f.seed("http://a.example/");
+    f.resolve(SITE);
+    let clock = f.clock;
+    let extra = Candidate::seed(Url::parse("http://a.example/more").unwrap());
+    f.sched.enqueue(extra, clock);
+    let out = f.sched.take_outbox();
+    assert_eq!(out.drops.len(), 1);
+    let d = &out.drops[0];
+    assert_eq!(
+        (d.status, d.why),
+        (status::BLOCKED_BY_QUOTA, "max-pages-per-site")
+    );
+}
+
+#[test]
+fn an_address_the_guard_refuses_drops_the_sites_urls() {
+    let mut f = Fixture::new(100);
+    f.sched.limits.guard = Guard::new(false, Vec::new());
+    f.seed("http://a.example/");
+    let _ = f.sched.take_outbox();
+    f.sched
+        .resolved(SITE, Ok("127.0.0.1".parse().unwrap()), f.clock);
+    let out = f.sched.take_outbox();
+    assert_eq!(out.drops.len(), 1);
+    assert_eq!(out.drops[0].why, crate::net::guard::Refused::ANNOTATION);
+    assert_eq!(out.notes.len(), 1, "run.log says why: {:?}", out.notes);
+    assert!(matches!(f.turn(), Turn::Over));
+}
+
+#[test]
+fn a_failed_lookup_is_asked_again_then_given_up() {
+    let mut f = Fixture::new(100);
+    f.seed("http://a.example/");
+    let _ = f.sched.take_outbox();
+    f.sched.resolved(SITE, Err("no such host".into()), f.clock);
+    let out = f.sched.take_outbox();
+    assert_eq!(out.resolve.len(), 1, "asked again");
+    assert!(out.resolve[0].after > Duration::ZERO, "after a pause");
+    assert!(out.drops.is_empty());
+    f.sched.resolved(SITE, Err("no such host".into()), f.clock);
+    let out = f.sched.take_outbox();
+    assert!(out.resolve.is_empty());
+    assert_eq!(out.drops.len(), 1);
+    assert_eq!(
+        (out.drops[0].status, out.drops[0].why),
+        (status::DNS_FAILED, "dns-failed")
+    );
+    assert!(matches!(f.turn(), Turn::Over));
+}
+
+#[test]
+fn robots_txt_unavailable_too_often_gives_the_site_up() {
+    let mut f = Fixture::new(100);
+    f.seed("http://a.example/");
+    f.resolve(SITE);
+    for _ in 0..2 {
+        let (budget, job) = go(f.turn());
+        assert!(matches!(job, Job::Robots { .. }));
+        let mut pace = f.pace(Duration::ZERO);
+        f.sched.settle_robots(SITE, SITE, None, &mut pace, f.clock);
+        f.sched.release(&budget, pace);
+        f.clock.now += Duration::from_secs(120);
+    }
+    // Given up: the queued seed is dropped as a failed prerequisite, and nothing is left.
+    assert!(matches!(f.turn(), Turn::Over));
+    let drops = f.sched.take_outbox().drops;
+    assert_eq!(drops.len(), 1);
+    assert_eq!(drops[0].status, status::ROBOTS_PREREQUISITE_FAILED);
+}
+
+#[test]
+fn an_opted_out_seed_is_dropped_not_queued() {
+    let dir = tempfile::tempdir().unwrap();
+    let list = dir.path().join("optout.txt");
+    std::fs::write(&list, "a.example\n").unwrap();
+    let mut f = Fixture::new(100);
+    f.optout = OptOutList::load(&[list]).unwrap();
+    assert!(!f.seed("http://a.example/"));
+    let drops = f.sched.take_outbox().drops;
+    assert_eq!(drops.len(), 1);
+    assert_eq!(drops[0].why, "optout");
+    assert_eq!(f.sched.frontier.total_queued(), 0);
+}
+
+#[test]
+fn a_robots_txt_redirected_elsewhere_waits_for_the_other_servers_budget() {
+    let mut f = Fixture::new(100);
+    f.sched.limits.budget = BudgetKind::Host;
+    f.seed("http://a.example/");
+    f.resolve(SITE);
+    let (budget, _robots) = go(f.turn());
+    let target = Url::parse("http://b.example/robots.txt").unwrap();
+    let chase = RobotsChase {
+        owner: SITE.to_string(),
+        candidate: Candidate {
+            url: target,
+            path: "PR".to_string(),
+            via: None,
+            attempts: 0,
+        },
+        hop: 1,
+    };
+    f.sched.hand_off_robots(chase, f.clock);
+    let pace = f.pace(Duration::ZERO);
+    f.sched.release(&budget, pace);
+    // The owner fetches nothing while it waits; the other site resolves, then runs the chase.
+    f.resolve("http://b.example");
+    let (other, job) = go(f.turn());
+    assert_eq!(other, "host:b.example");
+    assert!(matches!(&job, Job::Chase { chase, .. } if chase.owner == SITE));
+    let (policy, verdict) = Policy::from_answer(200, b"", "archiver", f.clock.now);
+    let mut pace = f.pace(Duration::ZERO);
+    let clock = f.clock;
+    f.sched.settle_robots(
+        SITE,
+        "http://b.example",
+        Some((policy, verdict)),
+        &mut pace,
+        clock,
+    );
+    f.sched.release(&other, pace);
+    let (_, job) = go(f.turn());
+    assert!(matches!(job, Job::Fetch { origin, .. } if origin == SITE));
+}
