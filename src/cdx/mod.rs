@@ -53,6 +53,13 @@ pub fn is_indexed(r: &CdxRecord) -> bool {
 /// cdxj-indexer raises on a malformed date; this never fails and pads what is missing with
 /// zeros.
 pub fn timestamp14(warc_date: &str) -> String {
+    let mut out = String::with_capacity(14);
+    push_timestamp14(&mut out, warc_date);
+    out
+}
+
+/// [`timestamp14`] appended to `out` (one line is built in one buffer: this runs per record).
+fn push_timestamp14(out: &mut String, warc_date: &str) {
     let mut fields = warc_date
         .split(|c: char| !c.is_ascii_digit())
         .filter(|s| !s.is_empty())
@@ -61,12 +68,31 @@ pub fn timestamp14(warc_date: &str) -> String {
                 acc.saturating_mul(10).saturating_add(u64::from(b - b'0'))
             })
         });
-    let mut out = String::with_capacity(14);
     for width in [4, 2, 2, 2, 2, 2] {
         let value = fields.next().unwrap_or(0);
-        out.push_str(&format!("{value:0width$}"));
+        push_padded(out, value, width);
     }
-    out
+}
+
+/// `value` in decimal, zero-padded to `width` digits (more digits when it needs them).
+fn push_padded(out: &mut String, value: u64, width: usize) {
+    let mut digits = [0u8; 20];
+    let mut n = value;
+    let mut len = 0;
+    loop {
+        digits[19 - len] = b'0' + (n % 10) as u8;
+        len += 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for _ in len..width {
+        out.push('0');
+    }
+    for &d in &digits[20 - len..] {
+        out.push(char::from(d));
+    }
 }
 
 /// The CDXJ line for `r`, without a newline: `SURTKEY TIMESTAMP14 {json}`.
@@ -82,32 +108,51 @@ pub fn cdxj_line(r: &CdxRecord) -> String {
     } else {
         None
     };
-    let mut fields: Vec<(&str, String)> = vec![("url", url.clone())];
+    // One buffer for the whole line: this runs once per record, and building the fields as
+    // separate strings first cost more than finding them.
+    let mut out = String::with_capacity(2 * url.len() + r.filename.len() + 256);
+    out.push_str(&surt(&url));
+    out.push(' ');
+    push_timestamp14(&mut out, r.warc_date);
+    out.push_str(" {");
+    push_field(&mut out, "url", &url);
     if let Some(mime) = mime(r, head.as_ref()) {
-        fields.push(("mime", mime));
+        out.push_str(", ");
+        push_field(&mut out, "mime", &mime);
     }
     if matches!(r.record_type, "response" | "revisit") {
         if let Some(h) = &head {
-            fields.push(("status", h.status_code().to_string()));
+            out.push_str(", ");
+            push_field(&mut out, "status", h.status_code());
         }
     }
     if let Some(digest) = r.payload_digest {
-        fields.push(("digest", py_strip(digest).to_string()));
+        out.push_str(", ");
+        push_field(&mut out, "digest", py_strip(digest));
     }
-    fields.push(("length", r.length.to_string()));
-    fields.push(("offset", r.offset.to_string()));
-    fields.push(("filename", r.filename.to_string()));
+    out.push_str(", ");
+    push_number_field(&mut out, "length", r.length);
+    out.push_str(", ");
+    push_number_field(&mut out, "offset", r.offset);
+    out.push_str(", ");
+    push_field(&mut out, "filename", r.filename);
+    out.push('}');
+    out
+}
 
-    let json: Vec<String> = fields
-        .iter()
-        .map(|(k, v)| format!("{}: {}", python_json_string(k), python_json_string(v)))
-        .collect();
-    format!(
-        "{} {} {{{}}}",
-        surt(&url),
-        timestamp14(r.warc_date),
-        json.join(", ")
-    )
+/// `"key": "value"` as `json.dumps` writes one entry of a dict.
+fn push_field(out: &mut String, key: &str, value: &str) {
+    push_json_string(out, key);
+    out.push_str(": ");
+    push_json_string(out, value);
+}
+
+/// `"key": "123"`: cdxj-indexer writes lengths and offsets as strings.
+fn push_number_field(out: &mut String, key: &str, value: u64) {
+    push_json_string(out, key);
+    out.push_str(": \"");
+    push_padded(out, value, 1);
+    out.push('"');
 }
 
 /// A JSON string literal as Python's `json.dumps(s)` writes it (`ensure_ascii`): `"` and `\`
@@ -115,27 +160,44 @@ pub fn cdxj_line(r: &CdxRecord) -> String {
 /// (lower-case hex), characters beyond the BMP as surrogate pairs.
 pub fn python_json_string(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
+    push_json_string(&mut out, s);
+    out
+}
+
+/// [`python_json_string`] appended to `out`.
+fn push_json_string(out: &mut String, s: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{08}' => out.push_str("\\b"),
-            '\u{0C}' => out.push_str("\\f"),
-            ' '..='~' => out.push(c),
-            _ => {
-                let mut units = [0u16; 2];
-                for unit in c.encode_utf16(&mut units) {
-                    out.push_str(&format!("\\u{unit:04x}"));
-                }
+    // Runs of plain printable ASCII (nearly everything) are copied whole.
+    let mut plain = 0;
+    for (i, c) in s.char_indices() {
+        let escape = match c {
+            '"' => "\\\"",
+            '\\' => "\\\\",
+            '\n' => "\\n",
+            '\r' => "\\r",
+            '\t' => "\\t",
+            '\u{08}' => "\\b",
+            '\u{0C}' => "\\f",
+            ' '..='~' => continue,
+            _ => "",
+        };
+        out.push_str(&s[plain..i]);
+        plain = i + c.len_utf8();
+        if !escape.is_empty() {
+            out.push_str(escape);
+            continue;
+        }
+        let mut units = [0u16; 2];
+        for &unit in c.encode_utf16(&mut units).iter() {
+            out.push_str("\\u");
+            for shift in [12, 8, 4, 0] {
+                out.push(char::from(HEX[usize::from((unit >> shift) & 0xf)]));
             }
         }
     }
+    out.push_str(&s[plain..]);
     out.push('"');
-    out
 }
 
 /// Sorts lines the way Python sorts `str` (by code point), which is the order pywb's binary
@@ -179,7 +241,7 @@ fn has_http_head(record_type: &str, url: &str) -> bool {
 fn mime(r: &CdxRecord, head: Option<&HttpHead>) -> Option<String> {
     let value = match r.record_type {
         "revisit" => return Some("warc/revisit".to_string()),
-        "response" | "request" => head?.header("content-type")?.to_string(),
+        "response" | "request" => head?.content_type()?.to_string(),
         _ => py_strip(r.content_type?).to_string(),
     };
     let cut = value
@@ -188,12 +250,13 @@ fn mime(r: &CdxRecord, head: Option<&HttpHead>) -> Option<String> {
     Some(py_strip(&value[..cut]).to_string())
 }
 
-/// An HTTP head as warcio's lenient parser (no verification) sees it.
+/// What the index needs of an HTTP head, as warcio's lenient parser (no verification) sees it.
 #[derive(Debug)]
 struct HttpHead {
     /// The status line after the protocol and the first space, stripped: `200 OK`.
     status: String,
-    headers: Vec<(String, String)>,
+    /// The value of the first Content-Type header, continuation lines included.
+    content_type: Option<String>,
 }
 
 impl HttpHead {
@@ -204,23 +267,23 @@ impl HttpHead {
         self.status.split(' ').next().unwrap_or("")
     }
 
-    /// The first header whose name matches, ignoring case.
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+    /// The first Content-Type header (names compared ignoring case).
+    fn content_type(&self) -> Option<&str> {
+        self.content_type.as_deref()
     }
 }
 
 /// One line of the head, as warcio decodes it: UTF-8, or Latin-1 when that fails; trailing
-/// whitespace (line end included) removed.
-fn decode_line(line: &[u8]) -> String {
-    let text = match std::str::from_utf8(line) {
-        Ok(s) => s.to_string(),
-        Err(_) => line.iter().map(|&b| char::from(b)).collect(),
-    };
-    text.trim_end_matches(py_is_space).to_string()
+/// whitespace (line end included) removed. Borrowed when the line is UTF-8: this runs for
+/// every header line of every record.
+fn decode_line(line: &[u8]) -> std::borrow::Cow<'_, str> {
+    match std::str::from_utf8(line) {
+        Ok(s) => std::borrow::Cow::Borrowed(s.trim_end_matches(py_is_space)),
+        Err(_) => {
+            let text: String = line.iter().map(|&b| char::from(b)).collect();
+            std::borrow::Cow::Owned(text.trim_end_matches(py_is_space).to_string())
+        }
+    }
 }
 
 /// Parses the head the way warcio does without verification. `None` where warcio ends up
@@ -229,30 +292,35 @@ fn decode_line(line: &[u8]) -> String {
 /// continuation lines; continuation lines (leading space or tab) are appended to the value
 /// as they are, leading whitespace included; the head ends at the first blank line.
 fn parse_http_head(block: &[u8]) -> Option<HttpHead> {
-    let mut lines = block
-        .split_inclusive(|&b| b == b'\n')
-        .map(decode_line)
-        .peekable();
+    let mut lines = block.split_inclusive(|&b| b == b'\n').map(decode_line);
     let first = lines.next()?;
     if first.is_empty() {
         return None;
     }
-    let mut headers = Vec::new();
+    let mut headers = 0;
+    let mut content_type: Option<String> = None;
     let mut line = lines.next().unwrap_or_default();
     while !line.is_empty() {
-        let mut entry = line.split_once(':').map(|(name, value)| {
-            let name = name.trim_end_matches([' ', '\t']).to_string();
-            (name, value.trim_start_matches(py_is_space).to_string())
+        // Only the first Content-Type is kept; the other headers are only counted.
+        let mut value = line.split_once(':').map(|(name, value)| {
+            let name = name.trim_end_matches([' ', '\t']);
+            let wanted = content_type.is_none() && name.eq_ignore_ascii_case("content-type");
+            wanted.then(|| value.trim_start_matches(py_is_space).to_string())
         });
         let mut next = lines.next().unwrap_or_default();
         while next.starts_with([' ', '\t']) {
-            if let Some((_, value)) = entry.as_mut() {
-                value.push_str(&next);
+            if let Some(Some(v)) = value.as_mut() {
+                v.push_str(&next);
             }
             next = lines.next().unwrap_or_default();
         }
-        if let Some(h) = entry {
-            headers.push(h);
+        match value {
+            Some(Some(v)) => {
+                headers += 1;
+                content_type = Some(v);
+            }
+            Some(None) => headers += 1,
+            None => {}
         }
         line = next;
     }
@@ -260,10 +328,13 @@ fn parse_http_head(block: &[u8]) -> Option<HttpHead> {
         Some((_, rest)) => py_strip(rest).to_string(),
         None => String::new(),
     };
-    if status.is_empty() && headers.is_empty() {
+    if status.is_empty() && headers == 0 {
         return None;
     }
-    Some(HttpHead { status, headers })
+    Some(HttpHead {
+        status,
+        content_type,
+    })
 }
 
 #[cfg(test)]
@@ -434,7 +505,12 @@ mod tests {
         let h = parse_http_head(b"HTTP/1.1 302 Found\nNoColon\n cont\nLocation: /x\n\nbody: no")
             .expect("head");
         assert_eq!(h.status_code(), "302");
-        assert_eq!(h.headers, vec![("Location".to_string(), "/x".to_string())]);
+        assert_eq!(h.content_type(), None);
+        let h = parse_http_head(
+            b"HTTP/1.1 200 OK\nX: 1\ncontent-TYPE : text/html;\n  q=1\nContent-Type: b\n\n",
+        )
+        .expect("head");
+        assert_eq!(h.content_type(), Some("text/html;  q=1"));
         assert!(parse_http_head(b"").is_none());
         assert!(parse_http_head(b"\r\nHTTP/1.1 200 OK\r\n").is_none());
     }
