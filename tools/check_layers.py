@@ -39,11 +39,10 @@ LAYERS = {
 }
 
 # Upward imports still in the tree, each with the reason it is tolerated. Issue 10's offline tools
-# were landing while the layers were drawn; these go once the opt-out list and the external sorter
-# leave their command modules.
+# were landing while the layers were drawn; this one goes once the opt-out list leaves its command
+# module.
 KNOWN_UPWARD = {
     ("config", "optout"): "the opt-out list lives in the optout command's module",
-    ("warc", "index"): "the external sorter lives in the index command's module",
 }
 
 CRATE_PATH = re.compile(r"\bcrate::(\{|[a-z_][a-z0-9_]*)")

@@ -9,8 +9,10 @@
 //! purpose.
 
 pub mod canon;
+pub mod sort;
 
 use crate::cdx::canon::surt;
+pub use crate::cdx::sort::LineSorter;
 
 /// What the indexer needs to know about one written WARC record.
 #[derive(Debug, Clone, Copy)]

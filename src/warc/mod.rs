@@ -202,7 +202,7 @@ struct OpenWarc {
     /// The CDXJ lines of this file so far. A 1 GB WARC of small pages holds hundreds of
     /// thousands of records: past a few MB the lines go to sorted runs on disk, so memory does
     /// not grow with the crawl.
-    cdx_lines: crate::index::LineSorter,
+    cdx_lines: crate::cdx::LineSorter,
 }
 
 /// Memory for one open WARC's CDXJ lines before they spill to temporary files.
@@ -424,7 +424,7 @@ impl WarcWriter {
             name,
             size: 0,
             warcinfo_id: record_id(),
-            cdx_lines: crate::index::LineSorter::new(CDX_MEMORY),
+            cdx_lines: crate::cdx::LineSorter::new(CDX_MEMORY),
         };
         if let Err(e) = write_warcinfo(&mut cur, &self.settings) {
             // A file without its warcinfo is useless; remove it rather than leave it `.open`.
@@ -626,7 +626,7 @@ fn close_checked(settings: &WarcSettings, c: Checked) -> Result<Recovered, WarcE
     }
     c.file.sync_all().map_err(io_err(&c.open_path))?;
     drop(c.file);
-    let mut lines = crate::index::LineSorter::new(CDX_MEMORY);
+    let mut lines = crate::cdx::LineSorter::new(CDX_MEMORY);
     lines.extend(c.scan.lines).map_err(io_err(&c.open_path))?;
     recovered.path = seal(settings, &c.open_path, &c.name, lines)?;
     tracing::info!(path = %recovered.path.display(), records = recovered.records_kept,
@@ -850,7 +850,7 @@ fn seal(
     settings: &WarcSettings,
     open_path: &Path,
     name: &str,
-    lines: crate::index::LineSorter,
+    lines: crate::cdx::LineSorter,
 ) -> Result<PathBuf, WarcError> {
     let stem = name.strip_suffix(".warc.gz").unwrap_or(name);
     write_index(&settings.index_dir, stem, lines)?;
@@ -1141,7 +1141,7 @@ fn record_id() -> String {
 fn write_index(
     index_dir: &Path,
     stem: &str,
-    lines: crate::index::LineSorter,
+    lines: crate::cdx::LineSorter,
 ) -> Result<(), WarcError> {
     let tmp = index_dir.join(format!("{stem}.cdxj.part"));
     let done = index_dir.join(format!("{stem}.cdxj"));
