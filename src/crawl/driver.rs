@@ -42,7 +42,12 @@ pub(super) async fn run(profile: Profile) -> anyhow::Result<Ended> {
     }
     watch_ctrl_c(crawler.clone());
     let reports = spawn_reports(crawler.clone());
+    let renders = super::render::render_tasks(crawler.clone());
     dispatch(crawler.clone()).await;
+    // Stopped early: the browser is closed, so pages still rendering are disposed of at once.
+    crawler.rendering.close().await;
+    crawler.rendering.settle().await;
+    renders.abort();
     resolver.abort();
     reports.abort();
     crawler.finish().map(Ended::Ran)
@@ -93,6 +98,8 @@ async fn next_job(crawler: &Crawler) -> Option<(String, Job)> {
         let gate = crawler.gate();
         match crawler.with_sched(|s| s.turn(&gate, Clock::now())) {
             Turn::Go(budget, job) => return Some((budget, job)),
+            // A page still rendering may queue what its browser asks for.
+            Turn::Over if crawler.rendering.active() > 0 => woken.await,
             Turn::Over => return None,
             Turn::Wait(Some(at)) => {
                 tokio::select! {

@@ -59,6 +59,8 @@ pub(super) struct Crawler {
     stopping: AtomicBool,
     /// Set by Ctrl-C or SIGTERM (not by errors): the run ends with exit code 130.
     pub(super) interrupted: AtomicBool,
+    /// Pages empty without JavaScript, rendered in headless Chromium (see `super::render`).
+    pub(super) rendering: super::render::Rendering,
 }
 
 impl Crawler {
@@ -144,6 +146,8 @@ impl Crawler {
             busy_retry: super::shared::busy_retry(profile.politeness.min_delay),
         };
         let content_traps = content_traps(&profile.traps);
+        let rendering =
+            super::render::Rendering::new(profile.browser.clone(), profile.sites_at_once, &runlog);
         let crawler = Crawler {
             scope: Scope::new(profile.scope.clone(), &profile.seeds),
             rules: ScopeRules::new(&profile.rules, &profile.scope.include),
@@ -164,6 +168,7 @@ impl Crawler {
             running: AtomicUsize::new(0),
             stopping: AtomicBool::new(false),
             interrupted: AtomicBool::new(false),
+            rendering,
             profile,
         };
         Ok((crawler, archived))

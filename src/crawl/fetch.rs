@@ -58,13 +58,20 @@ impl Crawler {
     /// What to do with a URL's body once its headers are in: a successful answer of a type
     /// `keep_mime` drops is not read at all (the connection is closed), HTML and CSS are kept
     /// in memory for their links, everything else streams to the record.
-    fn body_plan(&self, hop: Hop, status: u16, headers: &hyper::HeaderMap) -> BodyPlan {
+    fn body_plan(
+        &self,
+        hop: Hop,
+        status: u16,
+        headers: &hyper::HeaderMap,
+        for_browser: bool,
+    ) -> BodyPlan {
         let mime = headers.get("content-type").and_then(|v| v.to_str().ok());
         if (200..300).contains(&status) && !self.rules.mime_kept(mime, hop) {
             return BodyPlan::Skip;
         }
         BodyPlan::Read {
-            keep: is_html(headers) || is_css(headers),
+            // The browser may be waiting for this body: it is handed over from memory.
+            keep: is_html(headers) || is_css(headers) || (for_browser && small(headers)),
         }
     }
 
@@ -80,7 +87,10 @@ impl Crawler {
         let hop = crate::scope::rules::mime_hop(&candidate.path);
         // Seeds have no via; a discovered URL names the page it was found on.
         let referer = candidate.via.as_ref().filter(|_| self.profile.send_referer);
-        let plan = |status: u16, headers: &hyper::HeaderMap| self.body_plan(hop, status, headers);
+        let for_browser = self.rendering.wants_body(&candidate);
+        let plan = |status: u16, headers: &hyper::HeaderMap| {
+            self.body_plan(hop, status, headers, for_browser)
+        };
         let mut f = match self.fetch_on(origin, &candidate, referer, plan).await {
             Ok(f) => f,
             Err(e) => return self.fetch_failed(origin, candidate, &e, retries_left, thread),
@@ -98,6 +108,25 @@ impl Crawler {
         let decision = decide::decide(&f, &page, candidate.attempts, rules);
         self.note_refusal(origin, &f, decision.refusal.as_deref());
         let disposition = decision.disposition;
+        if !matches!(disposition, Disposition::Retry { .. }) {
+            self.rendering.keep_copy(&candidate, &f);
+        }
+        let disposition = match disposition {
+            Disposition::Archive { notes } if self.rendering.wants(&candidate, &f) => {
+                // Rendered by a task of its own: this job gives its budget back now, so the
+                // page's own requests can be fetched on that budget.
+                self.render_later(super::render::RenderJob {
+                    origin: origin.to_string(),
+                    candidate,
+                    fetched: f,
+                    page,
+                    notes,
+                    thread,
+                });
+                return pace;
+            }
+            other => other,
+        };
         if !matches!(
             disposition,
             Disposition::Retry { .. } | Disposition::Refused { .. }
@@ -260,7 +289,7 @@ impl Crawler {
     /// Scope-checks and queues the outlinks of a page, a batch at a time: the seen-check and
     /// the queueing hold the state lock briefly; judging (scope, opt-out, traps) and logging
     /// what is dropped happen without it, so other sites' jobs are never held up by one page.
-    fn queue_links(&self, parent: &Candidate, links: Vec<Outlink>) {
+    pub(super) fn queue_links(&self, parent: &Candidate, links: Vec<Outlink>) {
         let mut links = links.into_iter().peekable();
         while links.peek().is_some() {
             let batch: Vec<Outlink> = links.by_ref().take(LINK_BATCH).collect();
@@ -295,7 +324,7 @@ impl Crawler {
 
     /// Decides one new outlink (see [`candidates::judge`]): the candidate to queue, or None,
     /// logged with the reason.
-    fn judge(&self, parent: &Candidate, link: Outlink) -> Option<Candidate> {
+    pub(super) fn judge(&self, parent: &Candidate, link: Outlink) -> Option<Candidate> {
         let rules = candidates::Rules {
             scope: &self.scope,
             rules: &self.rules,
@@ -319,4 +348,14 @@ pub(super) fn answer_of(status: u16) -> Answer {
     } else {
         Answer::Fine
     }
+}
+
+/// Whether a body is small enough to be held for the browser (unknown length: held up to the
+/// fetcher's own cap).
+fn small(headers: &hyper::HeaderMap) -> bool {
+    headers
+        .get("content-length")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .is_none_or(|n| n <= super::render::MAX_COPY_BODY)
 }

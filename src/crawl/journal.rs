@@ -175,5 +175,7 @@ impl Crawler {
 
     fn write_log(&self, entry: Entry<'_>) {
         self.with_journal(|j| j.write(&entry));
+        // A final line may be what a page being rendered waits for.
+        self.rendering.logged(&entry);
     }
 }

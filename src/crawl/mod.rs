@@ -33,6 +33,7 @@ mod journal;
 mod locks;
 mod page;
 mod prereq;
+mod render;
 mod sched;
 mod shared;
 
