@@ -146,8 +146,12 @@ impl Crawler {
             busy_retry: super::shared::busy_retry(profile.politeness.min_delay),
         };
         let content_traps = content_traps(&profile.traps);
-        let rendering =
-            super::render::Rendering::new(profile.browser.clone(), profile.sites_at_once, &runlog);
+        let rendering = super::render::Rendering::new(
+            profile.browser.clone(),
+            profile.sites_at_once,
+            profile.frontier.database.is_some(),
+            &runlog,
+        );
         let crawler = Crawler {
             scope: Scope::new(profile.scope.clone(), &profile.seeds),
             rules: ScopeRules::new(&profile.rules, &profile.scope.include),

@@ -137,13 +137,20 @@ impl Rendering {
     pub(super) fn new(
         settings: BrowserSettings,
         tabs: usize,
+        shared: bool,
         runlog: &crate::logs::runlog::RunLog,
     ) -> Rendering {
+        if shared && settings.render != RenderMode::Never {
+            // The browser's requests would be queued in the shared frontier, where another
+            // worker may take them: the render would wait for answers it never sees.
+            runlog.line("browser: not used in a shared crawl ([frontier] database); pages are archived unrendered");
+        }
         let executable = match settings.render {
             RenderMode::Never => None,
+            _ if shared => None,
             _ => browser::find_executable(settings.executable.as_deref()),
         };
-        if settings.render != RenderMode::Never {
+        if settings.render != RenderMode::Never && !shared {
             match &executable {
                 Some(exe) => runlog.line(&format!(
                     "browser: pages empty without JavaScript are rendered with {}",
@@ -429,8 +436,12 @@ impl Crawler {
             }
         };
         if !queued {
-            // Dropped by the decide rules (logged there), or fetched earlier in this crawl
-            // with no copy kept: never asked of the server again.
+            // Settled just now (its copy already sent), dropped by the decide rules (logged
+            // there), or fetched earlier in this crawl with no copy kept: never asked again.
+            let mut rx = rx;
+            if let Ok(Some(copy)) = rx.try_recv() {
+                return copy.answer();
+            }
             lock(&self.rendering.book).waiters.remove(&key);
             return refused("not fetched for the browser");
         }
@@ -469,7 +480,20 @@ pub(super) fn render_tasks(crawler: Arc<Crawler>) -> tokio::task::JoinHandle<()>
             return;
         };
         while let Some(job) = rx.recv().await {
-            tokio::spawn(crawler.clone().render(job));
+            let url = job.candidate.url.clone();
+            let task = tokio::spawn(crawler.clone().render(job));
+            let crawler = crawler.clone();
+            tokio::spawn(async move {
+                // A render that panicked leaves its page in flight (fetched again on resume);
+                // the crawl must not wait for it.
+                if let Err(e) = task.await {
+                    crawler.runlog.line(&format!(
+                        "browser: rendering {url} failed unexpectedly: {e}"
+                    ));
+                    crawler.rendering.active.fetch_sub(1, Ordering::SeqCst);
+                    crawler.wake.notify_one();
+                }
+            });
         }
     })
 }
