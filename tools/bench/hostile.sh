@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# tools/bench/hostile.sh: link floods at the sizes of issue 9, measured on the release build.
+#
+# Usage: tools/bench/hostile.sh [SCENARIO…]
+#   (default: repeated unique eight-repeated eight-unique; see tools/bench/hostile_server.py)
+#
+#   repeated        one page of 4.2 MB gzip (50 MB decoded, 1.5 million links from 10,000 URLs)
+#   unique          one page of 8.5 MB of unique links (190,000)
+#   eight-repeated  eight "repeated" sites at once
+#   eight-unique    eight "unique" sites at once
+#
+# Each scenario crawls the flood sites next to an ordinary 60-page site (min_delay 0.5 s) and
+# reports the crawler's peak RSS and wall time (GNU time), the size of crawl.log and the
+# ordinary site's worst wait: the longest time from the end of one of its answers to its next
+# request, on its server's clock. The flood links are excluded by scope, so each is judged
+# and logged (up to max_outlinks per page), never fetched. A measurement, not a test: it
+# fails only when the crawl does.
+#
+# Environment:
+#   BENCH_NO_BUILD=1   use the release binary already built
+#   CARGO_TARGET_DIR   honoured as cargo does
+# Output: tools/bench/out/hostile/SCENARIO/ (git-ignored) and tools/bench/out/hostile/results.md.
+# Nothing listens or connects outside 127.0.0.0/8.
+set -euo pipefail
+exec </dev/null
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO="$(cd "$HERE/../.." && pwd)"
+OUT="$HERE/out/hostile"
+SCENARIOS=("$@")
+[[ ${#SCENARIOS[@]} -gt 0 ]] || SCENARIOS=(repeated unique eight-repeated eight-unique)
+
+die() { printf 'hostile.sh: error: %s\n' "$*" >&2; exit 1; }
+
+for s in "${SCENARIOS[@]}"; do
+    case $s in repeated | unique | eight-repeated | eight-unique) ;; *) die "unknown scenario $s" ;; esac
+done
+command -v python3 >/dev/null || die "python3 is needed"
+if [[ ! -x /usr/bin/time ]]; then
+    # GNU time gives the crawler's peak RSS (Debian package "time").
+    if [[ "$(id -u)" = 0 ]] && command -v apt-get >/dev/null; then
+        apt-get install -y -qq time >/dev/null || { apt-get update -qq && apt-get install -y -qq time >/dev/null; }
+    fi
+    [[ -x /usr/bin/time ]] || die "/usr/bin/time is missing: install the Debian package 'time'"
+fi
+
+TARGET_DIR="${CARGO_TARGET_DIR:-$REPO/target}"
+[[ "$TARGET_DIR" = /* ]] || TARGET_DIR="$REPO/$TARGET_DIR"
+if [[ "${BENCH_NO_BUILD:-0}" != 1 ]]; then
+    (cd "$REPO" && cargo build --release --quiet)
+fi
+BIN="$TARGET_DIR/release/archiver"
+[[ -x "$BIN" ]] || die "no crawler binary at $BIN (build it with: cargo build --release)"
+
+SERVER_PID=""
+cleanup() {
+    if [[ -n "$SERVER_PID" ]]; then
+        kill "$SERVER_PID" 2>/dev/null || true
+        wait "$SERVER_PID" 2>/dev/null || true
+    fi
+}
+trap cleanup EXIT
+
+mkdir -p "$OUT"
+RESULTS="$OUT/results.md"
+{
+    echo "# tools/bench/hostile.sh, $(date -u '+%Y-%m-%d %H:%M UTC')"
+    echo
+    echo "$(nproc) cores, load average before: $(cut -d' ' -f1-3 /proc/loadavg); $("$BIN" --version 2>/dev/null || echo archiver)"
+    echo
+    echo "| scenario | page | crawl wall s | peak RSS MB | crawl.log MB | crawl.log lines | ordinary site, worst wait s |"
+    echo "| --- | --- | ---: | ---: | ---: | ---: | ---: |"
+} >"$RESULTS"
+
+for scenario in "${SCENARIOS[@]}"; do
+    dir="$OUT/$scenario"
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    python3 "$HERE/hostile_server.py" "$dir" "$scenario" >"$dir/server.out" 2>&1 &
+    SERVER_PID=$!
+    for _ in $(seq 600); do
+        [[ -s "$dir/seeds.txt" ]] && break
+        kill -0 "$SERVER_PID" 2>/dev/null || die "the server failed: $(cat "$dir/server.out")"
+        sleep 0.1
+    done
+    [[ -s "$dir/seeds.txt" ]] || die "the server did not start"
+    seeds=$(sed 's/.*/"&"/' "$dir/seeds.txt" | paste -sd, -)
+    cat >"$dir/profile.toml" <<EOF
+[crawl]
+name = "hostile-bench"
+seeds = [$seeds]
+sites_at_once = 16
+
+[identity]
+user_agent = "archiver/0.1 (+https://example.org/archiver-bench)"
+
+[scope]
+exclude = ["/flood-link/"]
+
+[politeness]
+min_delay = 0.5
+delay_factor = 0.0
+max_delay = 1.0
+
+[limits]
+max_body_bytes = 20000000
+timeout = 30.0
+
+[output]
+dir = "crawl"
+EOF
+    echo "== $scenario: $(cat "$dir/pages.txt")"
+    (cd "$dir" && /usr/bin/time -v -o time.txt "$BIN" crawl --profile profile.toml >stdout.log 2>stderr.log) ||
+        die "the crawl failed ($scenario): see $dir/stderr.log"
+    kill "$SERVER_PID" 2>/dev/null || true
+    wait "$SERVER_PID" 2>/dev/null || true
+    SERVER_PID=""
+    python3 - "$dir" "$scenario" >>"$RESULTS" <<'PY'
+import os, re, sys
+d, scenario = sys.argv[1], sys.argv[2]
+t = open(os.path.join(d, "time.txt")).read()
+rss_kb = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", t).group(1))
+wall = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (\S+)", t).group(1)
+secs = 0.0
+for part in wall.split(":"):
+    secs = secs * 60 + float(part)
+log = os.path.join(d, "crawl", "crawl.log")
+size = os.path.getsize(log)
+with open(log, "rb") as f:
+    lines = sum(1 for _ in f)
+hits = sorted(tuple(map(int, l.split()[1:3])) for l in open(os.path.join(d, "server.log")))
+worst = max((b[0] - a[1] for a, b in zip(hits, hits[1:])), default=0) / 1e9
+page = open(os.path.join(d, "pages.txt")).read().strip()
+print(f"| {scenario} | {page} | {secs:.1f} | {rss_kb / 1024:.1f} | {size / 2**20:.1f} | {lines} | "
+      f"{worst:.3f} ({len(hits)} requests) |")
+PY
+    tail -n 1 "$RESULTS"
+done
+echo
+echo "written: $RESULTS"
