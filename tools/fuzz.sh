@@ -8,7 +8,11 @@
 # Needs `cargo install cargo-fuzz` and `rustup toolchain install nightly`. Crashing inputs land
 # in tools/fuzz/artifacts/TARGET/; each one found so far is kept as an ordinary regression test
 # of the crate (run by the stable `cargo test`). Corpora grow in tools/fuzz/corpus/ (not kept in
-# git). Logs: tools/fuzz/logs/TARGET.log.
+# git); an empty one is first seeded from files of this repository (profiles, the demo site,
+# the test WARCs and CDXJ) and a small ARC file written here. Logs: tools/fuzz/logs/TARGET.log.
+#
+# The fuzzers run at `nice -n ${FUZZ_NICE:-19}`, so other work on the machine goes first.
+# FUZZ_BUILD=0 skips the build and runs the binaries already in tools/fuzz/target.
 set -euo pipefail
 exec </dev/null
 
@@ -24,26 +28,65 @@ fi
 LOGS=tools/fuzz/logs
 mkdir -p "$LOGS"
 
-cargo +nightly fuzz build --fuzz-dir tools/fuzz
+if [ "${FUZZ_BUILD:-1}" != 0 ]; then
+  nice -n "${FUZZ_NICE:-19}" cargo +nightly fuzz build --fuzz-dir tools/fuzz
+fi
+HOST=$(rustc +nightly -vV | sed -n 's/^host: //p')
+BIN=tools/fuzz/target/$HOST/release
+
+# Starting inputs for an empty corpus: real files of each kind, so the fuzzer begins deep in
+# the format rather than at its first byte.
+seed() {
+  local target=$1 dir=tools/fuzz/corpus/$1
+  if [ -n "$(ls -A "$dir" 2>/dev/null)" ]; then
+    return
+  fi
+  mkdir -p "$dir"
+  case $target in
+    profile) cp profiles/*.toml "$dir"/ ;;
+    robots) cp tools/demo-site/robots.txt "$dir"/
+      printf 'User-agent: archiver\nDisallow: /private/\nAllow: /private/ok$\nCrawl-delay: 7\n\nUser-agent: *\nDisallow: /*.pdf$\n' >"$dir/groups.txt" ;;
+    html) find tools/demo-site -name '*.html' -size -64k -exec cp {} "$dir"/ \; ;;
+    css) find tools/demo-site -name '*.css' -exec cp {} "$dir"/ \;
+      printf '@import url("a.css") screen;\nbody { background: url(img/b\\).png) }\n@font-face { src: url(f.woff2) format("woff2") }\n' >"$dir/import.css" ;;
+    warc)
+      # The target's first byte picks the framing (see fuzz_targets/warc.rs): 0 as is, 1 one
+      # gzip member, 2 an ARC file after a version block.
+      local f n=0
+      for f in tests/data/warc/*.warc.gz tests/data/cdx/*.warc.gz; do
+        n=$((n + 1))
+        { printf '\0'; cat "$f"; } >"$dir/gz-$n"
+        { printf '\1'; gzip -dc "$f"; } >"$dir/plain-$n"
+      done
+      local body=$'HTTP/1.0 200 OK\r\nContent-Type: text/html\r\n\r\n<p>arc</p>'
+      { printf '\2'; printf 'http://example.com/ 93.184.216.34 20260101000000 text/html %d\n%s\n' \
+          "${#body}" "$body"; } >"$dir/arc" ;;
+    cdxj) cp tests/data/cdx/*.cdxj "$dir"/ ;;
+    optout) printf 'http://example.com/private/   2026-11-30   # a prefix\nexample.org\nexample.net:8080\n*.example.edu\ncom,example)/cgi-bin\n' >"$dir/list.txt" ;;
+  esac
+}
 
 run_one() {
   local target=$1 start end rc
   start=$(date +%s)
-  mkdir -p "tools/fuzz/corpus/$target"
+  seed "$target"
+  mkdir -p "tools/fuzz/artifacts/$target"
   set +e
-  cargo +nightly fuzz run --fuzz-dir tools/fuzz "$target" "tools/fuzz/corpus/$target" -- \
+  nice -n "${FUZZ_NICE:-19}" "$BIN/$target" "tools/fuzz/corpus/$target" \
+    -artifact_prefix="tools/fuzz/artifacts/$target/" \
     -max_total_time="$SECONDS_EACH" -rss_limit_mb=2048 -timeout=20 -print_final_stats=1 -detect_leaks=0 \
     >"$LOGS/$target.log" 2>&1
   rc=$?
   set -e
   end=$(date +%s)
-  local runs
+  local runs corpus
   runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$LOGS/$target.log" | grep -o '[0-9]*$' || echo '?')
+  corpus=$(find "tools/fuzz/corpus/$target" -type f | wc -l)
   if [ "$rc" -eq 0 ]; then
-    printf '%-8s %6ss %12s runs  no crash\n' "$target" "$((end - start))" "$runs"
+    printf '%-8s %6ss %12s runs %7s corpus  no crash\n' "$target" "$((end - start))" "$runs" "$corpus"
   else
-    printf '%-8s %6ss %12s runs  FAILED (exit %s): see %s and tools/fuzz/artifacts/%s/\n' \
-      "$target" "$((end - start))" "$runs" "$rc" "$LOGS/$target.log" "$target"
+    printf '%-8s %6ss %12s runs %7s corpus  FAILED (exit %s): see %s and tools/fuzz/artifacts/%s/\n' \
+      "$target" "$((end - start))" "$runs" "$corpus" "$rc" "$LOGS/$target.log" "$target"
   fi
 }
 
