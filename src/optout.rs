@@ -29,6 +29,7 @@ use std::path::{Path, PathBuf};
 use chrono::NaiveDate;
 
 use crate::cdx::canon;
+use crate::warc::sync_dir;
 use crate::index::{self, IndexError, InputError, Problem, Span, Visitor, WarcHead};
 
 /// What an entry names.
@@ -980,13 +981,6 @@ fn stale_indexes(dir: &Path, rewritten: &[String]) -> Result<Vec<PathBuf>, Apply
     }
     stale.sort();
     Ok(stale)
-}
-
-/// Makes renames durable where the platform allows it.
-fn sync_dir(dir: &Path) {
-    if let Ok(d) = File::open(dir) {
-        let _ = d.sync_all();
-    }
 }
 
 #[cfg(test)]

@@ -1159,8 +1159,9 @@ fn write_index(
     Ok(())
 }
 
-/// Makes renames durable. Best effort: not every platform can fsync a directory.
-fn sync_dir(dir: &Path) {
+/// Makes renames in `dir` durable. Best effort: not every platform can fsync a directory.
+/// (The opt-out rewrite renames WARCs into place too and uses this one.)
+pub(crate) fn sync_dir(dir: &Path) {
     if let Ok(d) = File::open(dir) {
         let _ = d.sync_all();
     }
