@@ -29,8 +29,8 @@ use std::path::{Path, PathBuf};
 use chrono::NaiveDate;
 
 use crate::cdx::canon;
-use crate::warc::sync_dir;
 use crate::index::{self, IndexError, InputError, Problem, Span, Visitor, WarcHead};
+use crate::warc::sync_dir;
 
 /// What an entry names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,6 +7,10 @@
 //! decompressing there. A file carries `.open` while it is written; it is renamed only after its
 //! sorted CDXJ sits in the index folder, so a finished-looking WARC always has its index.
 
+pub mod head;
+pub mod member;
+pub mod read;
+
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::net::IpAddr;

@@ -1,0 +1,214 @@
+//! The head of one record as warcio reads it: a WARC header block ([`read_head`], lenient the
+//! way warcio is: continuation lines, lines without `:` dropped, UTF-8 else Latin-1), or an ARC
+//! header line turned into the same WARC fields ([`read_arc_head`]). One head type,
+//! [`WarcHead`], for both formats.
+
+use std::io::{self, BufRead, Read};
+
+use crate::arc;
+
+/// A WARC or HTTP header line longer than this is damage, not data.
+pub(crate) const MAX_LINE: u64 = 64 * 1024;
+
+/// More header lines than this in one WARC head is damage too.
+pub(crate) const MAX_HEAD_LINES: usize = 4096;
+
+/// The `version` of heads read from ARC records.
+pub(crate) const ARC_VERSION: &str = "ARC/1.0";
+
+/// The WARC versions warcio accepts on a record's first line (compared upper-cased).
+pub(crate) const WARC_VERSIONS: [&str; 4] = ["WARC/1.1", "WARC/1.0", "WARC/0.17", "WARC/0.18"];
+
+/// The WARC header block of one record, as warcio reads it: names and values decoded per line
+/// (UTF-8, else Latin-1), values without surrounding whitespace, in file order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WarcHead {
+    /// The first line, e.g. `WARC/1.1`.
+    pub version: String,
+    pub fields: Vec<(String, String)>,
+}
+
+impl WarcHead {
+    /// Whether the record came from an ARC file (its fields are warcio's WARC rendering).
+    pub fn is_arc(&self) -> bool {
+        self.version == ARC_VERSION
+    }
+
+    /// What follows the block of this record: a newline in ARC, two CRLFs in WARC.
+    pub(crate) fn trailer_len(&self) -> u64 {
+        if self.is_arc() {
+            1
+        } else {
+            4
+        }
+    }
+
+    /// The first field called `name` (case-insensitive), as warcio's `get_header`.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.fields
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// WARC-Type, e.g. `response`.
+    pub fn record_type(&self) -> Option<&str> {
+        self.get("WARC-Type")
+    }
+
+    /// WARC-Record-ID, e.g. `<urn:uuid:…>`.
+    pub fn record_id(&self) -> Option<&str> {
+        self.get("WARC-Record-ID")
+    }
+
+    /// WARC-Target-URI as warcio hands it on: `<…>` unwrapped (a wget 1.19 bug) and spaces
+    /// written `%20`.
+    pub fn target_uri(&self) -> Option<String> {
+        let raw = self.get("WARC-Target-URI")?;
+        let unwrapped = match raw.strip_prefix('<').and_then(|r| r.strip_suffix('>')) {
+            Some(inner) => inner,
+            None => raw,
+        };
+        Some(unwrapped.replace(' ', "%20"))
+    }
+
+    /// Content-Length: `None` when missing, `Err` when not a number.
+    pub fn content_length(&self) -> Option<Result<u64, String>> {
+        let raw = self.get("Content-Length")?;
+        let digits = raw.trim().trim_start_matches('+');
+        Some(
+            digits
+                .parse::<u64>()
+                .map_err(|_| format!("Content-Length {raw:?} is not a number")),
+        )
+    }
+}
+
+/// Whitespace as Python's `bytes.isspace()` / `str.rstrip()` sees it in an ASCII line (the
+/// four information separators count for `str`, so they are included).
+pub(crate) fn is_py_space_byte(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c | 0x1c..=0x1f)
+}
+
+/// Python's `str.isspace()` for one character.
+pub(crate) fn is_py_space(c: char) -> bool {
+    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
+}
+
+/// Appends one line (up to and including `\n`) to `buf`; 0 at the end of input. A line longer
+/// than [`MAX_LINE`] is an error: headers that long are damage.
+pub(crate) fn read_line(r: &mut dyn BufRead, buf: &mut Vec<u8>) -> io::Result<usize> {
+    let n = Read::take(&mut *r, MAX_LINE).read_until(b'\n', buf)?;
+    if n as u64 == MAX_LINE && buf.last() != Some(&b'\n') {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "header line longer than 64 KiB",
+        ));
+    }
+    Ok(n)
+}
+
+/// A header line as warcio decodes it: UTF-8, else Latin-1; trailing whitespace removed.
+/// Borrowed when the line is UTF-8 (every header line of every record goes through here).
+pub(crate) fn decode_line(line: &[u8]) -> std::borrow::Cow<'_, str> {
+    match std::str::from_utf8(line) {
+        Ok(s) => std::borrow::Cow::Borrowed(s.trim_end_matches(is_py_space)),
+        Err(_) => {
+            let text: String = line.iter().map(|&b| char::from(b)).collect();
+            std::borrow::Cow::Owned(text.trim_end_matches(is_py_space).to_string())
+        }
+    }
+}
+
+/// How reading a WARC head ended.
+pub(crate) enum HeadRead {
+    Head(WarcHead),
+    /// No more input (blank lines only).
+    Eof,
+    /// The first line is not a WARC version line.
+    NotWarc(String),
+}
+
+/// Reads a WARC head the way warcio does (continuation lines appended, lines without `:`
+/// dropped), after skipping blank lines.
+pub(crate) fn read_head(r: &mut dyn BufRead) -> io::Result<HeadRead> {
+    let mut buf = Vec::new();
+    let first = loop {
+        buf.clear();
+        if read_line(r, &mut buf)? == 0 {
+            return Ok(HeadRead::Eof);
+        }
+        let line = decode_line(&buf);
+        if !line.is_empty() {
+            break line.into_owned();
+        }
+    };
+    let is_warc = WARC_VERSIONS.iter().any(|v| {
+        first
+            .as_bytes()
+            .get(..v.len())
+            .is_some_and(|start| start.eq_ignore_ascii_case(v.as_bytes()))
+    });
+    if !is_warc {
+        return read_arc_head(&first, r);
+    }
+    let mut fields: Vec<(String, String)> = Vec::with_capacity(16);
+    let mut current: Option<(String, String)> = None;
+    let mut lines = 0;
+    loop {
+        buf.clear();
+        let n = read_line(r, &mut buf)?;
+        let line = decode_line(&buf);
+        if n == 0 || line.is_empty() {
+            break;
+        }
+        lines += 1;
+        if lines > MAX_HEAD_LINES {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "more than 4096 WARC header lines",
+            ));
+        }
+        if line.starts_with([' ', '\t']) {
+            if let Some((_, value)) = current.as_mut() {
+                value.push_str(&line);
+            }
+            continue;
+        }
+        if let Some(done) = current.take() {
+            fields.push(done);
+        }
+        current = line.split_once(':').map(|(name, value)| {
+            (
+                name.trim_end_matches([' ', '\t']).to_string(),
+                value.trim_start_matches(is_py_space).to_string(),
+            )
+        });
+    }
+    if let Some(done) = current {
+        fields.push(done);
+    }
+    Ok(HeadRead::Head(WarcHead {
+        version: first,
+        fields,
+    }))
+}
+
+/// An ARC record's head, as warcio turns it into WARC headers (see [`crate::arc`]); the
+/// version block's two extra lines are read here too. `NotWarc` when `first` is no ARC line.
+pub(crate) fn read_arc_head(first: &str, r: &mut dyn BufRead) -> io::Result<HeadRead> {
+    let Some(arc) = arc::parse_header_line(first) else {
+        return Ok(HeadRead::NotWarc(first.chars().take(40).collect()));
+    };
+    let mut extra = 0;
+    if arc.is_filedesc() {
+        let mut buf = Vec::new();
+        for _ in 0..2 {
+            extra += read_line(r, &mut buf)? as u64;
+        }
+    }
+    Ok(HeadRead::Head(WarcHead {
+        version: ARC_VERSION.to_string(),
+        fields: arc.warc_fields(extra),
+    }))
+}
