@@ -363,6 +363,12 @@ impl Crawler {
             self.runlog
                 .line(&format!("cannot sign off the shared frontier: {e}"));
         }
+        let calls = self.with_sched(|s| s.frontier.database_calls());
+        if calls > 0 {
+            self.runlog.line(&format!(
+                "shared frontier: {calls} database calls in this run"
+            ));
+        }
     }
 
     /// Writes `report.json` (atomically: a temp file, then a rename).

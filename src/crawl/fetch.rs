@@ -213,6 +213,9 @@ impl Crawler {
             if refusals.until.is_some() {
                 s.away.insert(origin.to_string());
             }
+            if suspended.is_some() {
+                s.share_facts(origin, &refusals, None);
+            }
             s.book.set(origin, &refusals);
             Some((suspended, refusals, host))
         });
@@ -269,6 +272,8 @@ impl Crawler {
                 return None;
             }
             site.retry_after_floor = retry_after;
+            let refusals = site.refusals.clone();
+            s.share_facts(origin, &refusals, Some(retry_after));
             // Saved at once (it changes rarely): a crash must not forget what the site asked.
             s.book.set_retry_after(origin, retry_after);
             Some(s.book.save())

@@ -382,8 +382,9 @@ impl Sched {
             .ok()
             .and_then(|u| u.host_str().map(str::to_ascii_lowercase))
             .unwrap_or_default();
-        let refusals = self.book.refusals(origin);
-        let floor = self.book.retry_after(origin);
+        let mut refusals = self.book.refusals(origin);
+        let mut floor = self.book.retry_after(origin);
+        self.merge_facts(origin, &mut refusals, &mut floor);
         if refusals.until.is_some() {
             self.away.insert(origin.to_string());
         }

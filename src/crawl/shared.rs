@@ -10,7 +10,8 @@
 use std::time::{Duration, Instant};
 
 use super::sched::Sched;
-use crate::frontier::Lease;
+use crate::frontier::{Lease, SiteFacts};
+use crate::politeness::Refusals;
 
 /// How often a worker looks at the shared frontier for work queued by others and for dead
 /// workers' URLs, and the longest it sleeps without looking.
@@ -69,6 +70,64 @@ impl Sched {
                     self.mark_work(origin, clock);
                 }
             }
+            Err(e) => return self.fail(e),
+        }
+        // Sites another worker suspended are left alone here too.
+        match self.frontier.suspended_sites() {
+            Ok(away) => {
+                for (origin, facts) in away {
+                    let Some(site) = self.sites.get_mut(&origin) else {
+                        continue; // met later: ensure_site reads its facts then
+                    };
+                    if site.refusals.until < facts.until {
+                        site.refusals.until = facts.until;
+                        site.refusals.round = site.refusals.round.max(facts.round);
+                        self.away.insert(origin);
+                    }
+                }
+            }
+            Err(e) => self.fail(e),
+        }
+    }
+
+    /// Tells the other workers about a site's new suspension or `Retry-After` floor.
+    pub(super) fn share_facts(
+        &mut self,
+        origin: &str,
+        refusals: &Refusals,
+        retry_after: Option<Duration>,
+    ) {
+        if !self.frontier.shared() {
+            return;
+        }
+        let facts = SiteFacts {
+            round: refusals.round,
+            until: refusals.until,
+            retry_after,
+        };
+        if let Err(e) = self.frontier.save_site_facts(origin, &facts) {
+            self.fail(e);
+        }
+    }
+
+    /// A site met for the first time: what other workers recorded about it counts too (the
+    /// later suspension, the larger round and floor).
+    pub(super) fn merge_facts(
+        &mut self,
+        origin: &str,
+        refusals: &mut Refusals,
+        floor: &mut Option<Duration>,
+    ) {
+        if !self.frontier.shared() {
+            return;
+        }
+        match self.frontier.site_facts(origin) {
+            Ok(Some(f)) => {
+                refusals.round = refusals.round.max(f.round);
+                refusals.until = refusals.until.max(f.until);
+                *floor = (*floor).max(f.retry_after);
+            }
+            Ok(None) => {}
             Err(e) => self.fail(e),
         }
     }

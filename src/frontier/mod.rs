@@ -165,10 +165,36 @@ pub trait Frontier: Send {
     fn idle_everywhere(&mut self) -> Result<bool, FrontierError> {
         Ok(self.total_queued() == 0)
     }
+    /// What other workers recorded about a site (None: nothing, or not a shared frontier).
+    fn site_facts(&mut self, _site: &str) -> Result<Option<SiteFacts>, FrontierError> {
+        Ok(None)
+    }
+    /// Records a site's suspension or `Retry-After` floor for the other workers; later and
+    /// larger values win over what is stored.
+    fn save_site_facts(&mut self, _site: &str, _facts: &SiteFacts) -> Result<(), FrontierError> {
+        Ok(())
+    }
+    /// Sites some worker has suspended until a time still to come.
+    fn suspended_sites(&mut self) -> Result<Vec<(String, SiteFacts)>, FrontierError> {
+        Ok(Vec::new())
+    }
     /// This worker stops: its leases are given back at once.
     fn leave(&mut self) -> Result<(), FrontierError> {
         self.commit()
     }
+    /// Calls made to a database server so far (0 for an embedded frontier).
+    fn database_calls(&self) -> u64 {
+        0
+    }
+}
+
+/// What workers of a shared crawl tell each other about a site: its suspension (end, in
+/// seconds since the Unix epoch, and round) and its `Retry-After` floor.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SiteFacts {
+    pub round: u32,
+    pub until: Option<u64>,
+    pub retry_after: Option<Duration>,
 }
 
 /// The answer to [`Frontier::lease`].

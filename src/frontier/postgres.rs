@@ -36,7 +36,7 @@ use postgres::{Client, NoTls};
 use url::Url;
 
 use crate::frontier::sqlite::CrawlIdentity;
-use crate::frontier::{seen_key, Candidate, Frontier, FrontierError, Lease};
+use crate::frontier::{seen_key, Candidate, Frontier, FrontierError, Lease, SiteFacts};
 
 /// Bumped whenever the tables change meaning: another format is refused, not guessed at.
 const FORMAT_VERSION: i32 = 1;
@@ -61,7 +61,9 @@ CREATE TABLE sites (
     origin text NOT NULL UNIQUE,
     accepted bigint NOT NULL DEFAULT 0,
     queued bigint NOT NULL DEFAULT 0,
-    suspended_until timestamptz
+    suspended_until timestamptz,
+    round integer NOT NULL DEFAULT 0,
+    retry_after_ms bigint
 );
 CREATE INDEX sites_with_work ON sites (id) WHERE queued > 0;
 CREATE TABLE queue (
@@ -301,6 +303,9 @@ pub struct PostgresFrontier {
     accepted: HashMap<String, u64>,
     /// Set by the first failed change: later changes fail too rather than write half of one.
     broken: Option<String>,
+    /// Calls made to the database (each one round trip, or a few for a flush), for the
+    /// benchmarks and run.log.
+    calls: u64,
 }
 
 impl std::fmt::Debug for PostgresFrontier {
@@ -381,7 +386,13 @@ impl PostgresFrontier {
             queued: HashMap::new(),
             accepted: HashMap::new(),
             broken: None,
+            calls: 0,
         })
+    }
+
+    /// Database calls so far.
+    pub fn calls(&self) -> u64 {
+        self.calls
     }
 
     /// This worker's name in the database.
@@ -405,6 +416,7 @@ impl PostgresFrontier {
                 self.shown
             )));
         }
+        self.calls += 1;
         let out = match self.db.call(f) {
             Ok(Ok(r)) => Ok(r),
             Ok(Err(e)) => Err(self.err(doing, &e)),
@@ -864,7 +876,11 @@ impl Frontier for PostgresFrontier {
         self.flush()?;
         self.run("cannot read the crawl's state", |c| {
             Ok(c.query_one(
-                "SELECT NOT EXISTS (SELECT 1 FROM queue) AND NOT EXISTS (SELECT 1 FROM flight)",
+                // Suspended sites' URLs stay queued for a later run, as in a crawl of one
+                // worker: the crawl does not wait for them.
+                "SELECT NOT EXISTS (SELECT 1 FROM sites WHERE queued > 0 \
+                 AND (suspended_until IS NULL OR suspended_until <= now())) \
+                 AND NOT EXISTS (SELECT 1 FROM flight)",
                 &[],
             )?
             .get(0))
@@ -873,6 +889,57 @@ impl Frontier for PostgresFrontier {
 
     fn shared(&self) -> bool {
         true
+    }
+
+    fn database_calls(&self) -> u64 {
+        self.calls
+    }
+
+    fn site_facts(&mut self, site: &str) -> Result<Option<SiteFacts>, FrontierError> {
+        let origin = site.to_string();
+        let row = self.run("cannot read a site's state", move |c| {
+            c.query_opt(
+                "SELECT round, EXTRACT(EPOCH FROM suspended_until)::float8, retry_after_ms \
+                 FROM sites WHERE origin = $1",
+                &[&origin],
+            )
+        })?;
+        Ok(row.map(|r| facts_of(r.get(0), r.get(1), r.get(2))))
+    }
+
+    fn save_site_facts(&mut self, site: &str, facts: &SiteFacts) -> Result<(), FrontierError> {
+        let origin = site.to_string();
+        let round = i32::try_from(facts.round).unwrap_or(i32::MAX);
+        let until = facts.until.map(|u| u as f64);
+        let retry = facts
+            .retry_after
+            .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        // One row, in its own statement: no lock is held past it.
+        self.run("cannot record a site's state", move |c| {
+            c.execute(
+                "INSERT INTO sites AS s (origin, round, suspended_until, retry_after_ms) \
+                 VALUES ($1, $2, to_timestamp($3), $4) \
+                 ON CONFLICT (origin) DO UPDATE SET round = GREATEST(s.round, EXCLUDED.round), \
+                 suspended_until = GREATEST(s.suspended_until, EXCLUDED.suspended_until), \
+                 retry_after_ms = GREATEST(s.retry_after_ms, EXCLUDED.retry_after_ms)",
+                &[&origin, &round, &until, &retry],
+            )
+            .map(drop)
+        })
+    }
+
+    fn suspended_sites(&mut self) -> Result<Vec<(String, SiteFacts)>, FrontierError> {
+        let rows = self.run("cannot read the suspended sites", |c| {
+            c.query(
+                "SELECT origin, round, EXTRACT(EPOCH FROM suspended_until)::float8, \
+                 retry_after_ms FROM sites WHERE suspended_until > now()",
+                &[],
+            )
+        })?;
+        Ok(rows
+            .into_iter()
+            .map(|r| (r.get(0), facts_of(r.get(1), r.get(2), r.get(3))))
+            .collect())
     }
 
     fn leave(&mut self) -> Result<(), FrontierError> {
@@ -889,6 +956,14 @@ impl Frontier for PostgresFrontier {
             )?;
             Ok(())
         })
+    }
+}
+
+fn facts_of(round: i32, until: Option<f64>, retry_ms: Option<i64>) -> SiteFacts {
+    SiteFacts {
+        round: u32::try_from(round).unwrap_or(0),
+        until: until.map(|u| u.max(0.0).ceil() as u64),
+        retry_after: retry_ms.map(|ms| Duration::from_millis(u64::try_from(ms).unwrap_or(0))),
     }
 }
 
@@ -1181,6 +1256,28 @@ mod tests {
             Lease::Granted(d) => assert!(d > Duration::from_secs(25), "{d:?}"),
             Lease::Busy => panic!("given back but still busy"),
         }
+
+        // A suspension and a Retry-After floor recorded by one worker are seen by the other;
+        // larger values win.
+        let until = crate::politeness::epoch_secs(std::time::SystemTime::now()) + 3600;
+        let facts = SiteFacts {
+            round: 2,
+            until: Some(until),
+            retry_after: Some(Duration::from_secs(7)),
+        };
+        a.save_site_facts("http://t", &facts).unwrap();
+        let smaller = SiteFacts {
+            round: 1,
+            until: Some(until - 100),
+            retry_after: None,
+        };
+        b.save_site_facts("http://t", &smaller).unwrap();
+        assert_eq!(b.site_facts("http://t").unwrap(), Some(facts.clone()));
+        assert_eq!(
+            b.suspended_sites().unwrap(),
+            [("http://t".to_string(), facts)]
+        );
+        assert_eq!(b.site_facts("http://nowhere").unwrap(), None);
 
         // b takes the URL and dies: after the lease a's poll queues it again.
         let c = b.pop("http://s").unwrap().unwrap();

@@ -1,0 +1,160 @@
+//! The shared frontier alone: how fast PostgreSQL takes and hands out URLs with 10^6 queued.
+//! A measurement, not a test; `tools/bench/distributed.sh` runs it against its own server.
+//!
+//! `cargo bench --bench pg_frontier -- URL N TAKE`:
+//! 1. enqueue: N new URLs over 1,000 sites, each seen-checked then queued, a commit every 100
+//!    (as the crawl commits once per finished URL, with that URL's outlinks);
+//! 2. take: TAKE URLs with the whole queue still there, as a worker takes them: lease the
+//!    site's budget, pop its next URL, mark it done, give the budget back (which commits),
+//!    sites round-robin.
+//!
+//! Reported: URLs/s and CPU of this process per phase, and database calls per URL (each call
+//! is one round trip, or a few for a flush's transaction).
+
+use std::time::{Duration, Instant};
+
+use archiver::frontier::postgres::{PostgresFrontier, PostgresSettings};
+use archiver::frontier::sqlite::CrawlIdentity;
+use archiver::frontier::{Candidate, Frontier, Lease};
+use url::Url;
+
+const SITES: u64 = 1000;
+const BURST: u64 = 20;
+const COMMIT_EVERY: u64 = 100;
+
+fn mix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
+fn origin(site: u64) -> String {
+    format!("http://www.site{site:03}.example")
+}
+
+fn candidate(i: u64) -> Result<(String, Candidate), String> {
+    let site = origin(mix(i / BURST) % SITES);
+    let h = mix(i ^ 0x5555_5555);
+    let u = format!("{site}/section{}/{:012x}.html", h % 50, h >> 16);
+    let url = Url::parse(&u).map_err(|e| format!("{u}: {e}"))?;
+    let mut c = Candidate::seed(url);
+    c.path = if i % 5 == 4 {
+        "LLE".into()
+    } else {
+        "LLL".into()
+    };
+    Ok((site, c))
+}
+
+fn cpu_s() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<u64> = rest
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    f.iter().sum::<u64>() as f64 / 100.0
+}
+
+fn run() -> Result<(), String> {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
+    let [url, n, take] = &args[..] else {
+        return Err("usage: pg_frontier URL N TAKE".into());
+    };
+    let n: u64 = n.parse().map_err(|_| format!("not a count: {n}"))?;
+    let take: u64 = take.parse().map_err(|_| format!("not a count: {take}"))?;
+    let settings = PostgresSettings {
+        url: url.clone(),
+        worker: "bench~1".into(),
+        lease: Duration::from_secs(60),
+    };
+    let id = CrawlIdentity {
+        name: "pg-frontier-bench".into(),
+        seeds: vec![origin(0) + "/"],
+    };
+    let mut f = PostgresFrontier::open(&settings, &id).map_err(|e| e.to_string())?;
+    let err = |e: archiver::frontier::FrontierError| e.to_string();
+
+    let (t, cpu0, calls0) = (Instant::now(), cpu_s(), f.calls());
+    for i in 0..n {
+        let (site, c) = candidate(i)?;
+        if f.mark_seen(&c.url).map_err(err)? {
+            f.push(&site, c).map_err(err)?;
+        }
+        if i % COMMIT_EVERY == COMMIT_EVERY - 1 {
+            f.commit().map_err(err)?;
+        }
+        if i > 0 && i % (n / 10).max(1) == 0 {
+            eprintln!(
+                "  enqueued {i} ({:.0}/s)",
+                i as f64 / t.elapsed().as_secs_f64()
+            );
+        }
+    }
+    f.commit().map_err(err)?;
+    let enq = (
+        t.elapsed().as_secs_f64(),
+        cpu_s() - cpu0,
+        f.calls() - calls0,
+    );
+    let sites = f.sites_with_work().map_err(err)?;
+    let queued = f.total_queued();
+
+    let (t, cpu0, calls0) = (Instant::now(), cpu_s(), f.calls());
+    let mut taken = 0u64;
+    'outer: loop {
+        for site in &sites {
+            if taken >= take {
+                break 'outer;
+            }
+            if f.lease(site).map_err(err)? == Lease::Busy {
+                return Err(format!("{site}: budget busy with one worker"));
+            }
+            let Some(c) = f.pop(site).map_err(err)? else {
+                continue;
+            };
+            f.done(&c.url).map_err(err)?;
+            f.give_back(site, Duration::ZERO).map_err(err)?;
+            taken += 1;
+        }
+    }
+    let tk = (
+        t.elapsed().as_secs_f64(),
+        cpu_s() - cpu0,
+        f.calls() - calls0,
+    );
+    println!("| measure | value |");
+    println!("| --- | --- |");
+    println!("| URLs queued | {queued} over {} sites |", sites.len());
+    println!(
+        "| enqueue (seen-check + push, commit every 100) | {:.0} URLs/s; {:.1} database calls and {:.0} µs CPU (client) per URL |",
+        n as f64 / enq.0,
+        enq.2 as f64 / n as f64,
+        enq.1 * 1e6 / n as f64
+    );
+    println!(
+        "| take with {queued} queued (lease + pop + done + give back) | {:.0} URLs/s; {:.1} database calls and {:.0} µs CPU (client) per URL |",
+        taken as f64 / tk.0,
+        tk.2 as f64 / taken.max(1) as f64,
+        tk.1 * 1e6 / taken.max(1) as f64
+    );
+    println!(
+        "RESULT n={n} enqueue_per_s={:.0} take={taken} take_per_s={:.0}",
+        n as f64 / enq.0,
+        taken as f64 / tk.0
+    );
+    Ok(())
+}
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("pg_frontier bench: {e}");
+        std::process::exit(1);
+    }
+}
