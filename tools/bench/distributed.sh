@@ -19,6 +19,7 @@
 #   BENCH_DB_URLS=N     URLs queued for the database-alone part (default 1000000; 0 skips it)
 #   BENCH_DB_TAKE=K     URLs taken at that size (default 20000)
 #   BENCH_NO_BUILD=1    use the binaries already built
+#   BENCH_PROFILE=debug the debug builds instead of release (quicker to build; more CPU per URL)
 # Output: tools/bench/out/distributed-N-SECONDSs/ (git-ignored), results.md there.
 # Nothing listens or connects outside 127.0.0.0/8.
 set -euo pipefail
@@ -57,12 +58,16 @@ cleanup() {
 trap cleanup EXIT
 
 # --- builds ---------------------------------------------------------------------------------
-BIN="${CARGO_TARGET_DIR:-$REPO/target}/release/archiver"
+PROFILE="${BENCH_PROFILE:-release}"
+[[ "$PROFILE" = release || "$PROFILE" = debug ]] || die "BENCH_PROFILE must be release or debug"
+CARGO_FLAG=(--release)
+[[ "$PROFILE" = debug ]] && CARGO_FLAG=()
+BIN="${CARGO_TARGET_DIR:-$REPO/target}/$PROFILE/archiver"
 CRATE="$HERE/out/manysites_server_crate"
-SERVER_BIN="$CRATE/target/release/manysites_server"
+SERVER_BIN="$CRATE/target/$PROFILE/manysites_server"
 if [[ -z "${BENCH_NO_BUILD:-}" ]]; then
-    say "Building: cargo build --release, the server, the pg_frontier bench"
-    (cd "$REPO" && cargo build --release) || die "the crawler build failed"
+    say "Building ($PROFILE): the crawler, the server"
+    (cd "$REPO" && cargo build "${CARGO_FLAG[@]}") || die "the crawler build failed"
     mkdir -p "$CRATE"
     cat >"$CRATE/Cargo.toml" <<TOML
 [package]
@@ -76,7 +81,7 @@ path = "$HERE/manysites_server.rs"
 tokio = { version = "1", features = ["rt-multi-thread", "macros", "net", "time", "io-util", "signal"] }
 [workspace]
 TOML
-    (cd "$CRATE" && CARGO_TARGET_DIR="$CRATE/target" cargo build --release --quiet) || die "server build failed"
+    (cd "$CRATE" && CARGO_TARGET_DIR="$CRATE/target" cargo build "${CARGO_FLAG[@]}" --quiet) || die "server build failed"
 fi
 [[ -x "$BIN" && -x "$SERVER_BIN" ]] || die "binaries missing (run without BENCH_NO_BUILD)"
 
@@ -92,7 +97,7 @@ psql_() { as_pg "$PGBIN/psql" -h 127.0.0.1 -p "$PGPORT" -U postgres -At "$@"; }
 echo "PostgreSQL $("$PGBIN/postgres" --version | awk '{print $3}') on 127.0.0.1:$PGPORT"
 
 {
-    echo "# tools/bench/distributed.sh $N $SECS ${WORKERS[*]} (floor ${DELAY} s)"
+    echo "# tools/bench/distributed.sh $N $SECS ${WORKERS[*]} (floor ${DELAY} s, $PROFILE build)"
     echo
     echo "$(nproc) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg); $(git -C "$REPO" rev-parse --short HEAD)"
     echo
@@ -196,8 +201,11 @@ done
 if [[ "$DB_URLS" -gt 0 ]]; then
     say "The database alone: $DB_URLS URLs queued, $DB_TAKE taken"
     as_pg "$PGBIN/createdb" -h 127.0.0.1 -p "$PGPORT" -U postgres bench_db
-    (cd "$REPO" && cargo bench --bench pg_frontier -- "postgresql://postgres@127.0.0.1:$PGPORT/bench_db" "$DB_URLS" "$DB_TAKE") \
-        | tee "$OUT/db.txt"
+    # harness = false: `cargo test --bench` runs the same main in the debug build.
+    BENCH_CMD=bench
+    [[ "$PROFILE" = debug ]] && BENCH_CMD=test
+    (cd "$REPO" && cargo "$BENCH_CMD" --bench pg_frontier -- \
+        "postgresql://postgres@127.0.0.1:$PGPORT/bench_db" "$DB_URLS" "$DB_TAKE") | tee "$OUT/db.txt"
     { echo; echo "The database alone ($DB_URLS URLs queued over 1,000 sites, $DB_TAKE taken):"; echo; grep '^|' "$OUT/db.txt"; } >>"$OUT/results.md"
 fi
 say "Results: $OUT/results.md"
