@@ -101,7 +101,7 @@ echo "PostgreSQL $("$PGBIN/postgres" --version | awk '{print $3}') on 127.0.0.1:
     echo
     echo "$(nproc) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg); $(git -C "$REPO" rev-parse --short HEAD)"
     echo
-    echo "| workers | fetches/s | ideal (N / floor) | fetches per worker | gaps under the floor | CPU per URL (all workers) | database calls per URL | transactions per URL |"
+    echo "| workers | fetches/s | ideal (N / floor) | crawl.log lines per worker | gaps under the floor | CPU per URL (all workers) | database calls per URL | transactions per URL |"
     echo "| ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |"
 } >"$OUT/results.md"
 
