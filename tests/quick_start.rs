@@ -82,8 +82,11 @@ fn a_quick_crawl_of_a_url_writes_its_profile_and_archives_the_url() {
     // The defaults hold, 5 s floor included: robots.txt, then the page 5 s later.
     let ex = site.exchanges();
     assert_eq!(ex.len(), 2, "robots.txt and the page");
+    // The server stamps `finished` after its last write returns, which on a loaded machine can
+    // be a few milliseconds after the crawler read the last byte and started its pause.
     let gap = ex[1].arrived.saturating_duration_since(ex[0].finished);
-    assert!(gap >= Duration::from_secs(5), "gap {gap:?}");
+    let stamp_slack = Duration::from_millis(25);
+    assert!(gap + stamp_slack >= Duration::from_secs(5), "gap {gap:?}");
     let ua = ex[1].request.header("user-agent").unwrap_or("");
     assert!(ua.starts_with("archiver/") && ua.contains(contact), "{ua}");
 
