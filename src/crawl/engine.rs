@@ -493,8 +493,7 @@ fn load_digests(p: &Profile) -> anyhow::Result<crate::dedup::DigestIndex> {
 /// The repeated-content detector a `[traps]` table asks for: `repeated_content` identical
 /// pages under one path prefix before further ones are traps; None when the rule is off.
 fn content_traps(t: &crate::scope::traps::TrapSettings) -> Option<ContentTraps> {
-    (t.enabled && t.repeated_content > 0)
-        .then(|| ContentTraps::new(t.repeated_content, 0, 1024, 1024))
+    (t.enabled && t.repeated_content > 0).then(|| ContentTraps::new(t.repeated_content, 1024, 1024))
 }
 
 fn warc_settings(p: &Profile) -> WarcSettings {

@@ -99,7 +99,7 @@ impl Candidate {
 /// port, dot segments, percent-encoding of unsafe characters).
 pub fn seen_key(url: &Url) -> String {
     // Session ids make endless variants of one page: they do not make a URL new.
-    let mut u = crate::scope::traps::strip_session_ids(url);
+    let mut u = crate::scope::session::strip_session_ids(url);
     u.set_fragment(None);
     u.into()
 }

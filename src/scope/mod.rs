@@ -6,6 +6,7 @@
 //! lives (Heritrix's transclusion rule, one hop only).
 
 pub mod rules;
+pub mod session;
 pub mod traps;
 
 use std::collections::HashSet;

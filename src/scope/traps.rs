@@ -514,168 +514,7 @@ fn date_value(value: &str) -> Option<i64> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Session ids
-// ---------------------------------------------------------------------------------------------
-
-/// The URL without session ids, for the seen-set: variants of one page that differ only in
-/// their session id become one URL. Fetch the URL as discovered; use this only for the key.
-///
-/// Removed (parameter names compared case-insensitively; other parameters keep their order
-/// and exact bytes; an emptied query is dropped):
-/// - query parameters named `jsessionid`, `phpsessid` or `aspsessionid…` (ASP's
-///   `ASPSESSIONIDXXXXXXXX`), whatever the value: these names only ever carry session ids;
-/// - query parameters whose name ends in `sid` or `sessionid` once `_` and `-` are dropped
-///   (`sid`, `osCsid`, `SessionID`, `session_id`) when the value looks machine-made: 16–128
-///   letters, digits, `-`, `_` or `.`, at least one a digit. `sid=42` or `sessionid=7` (a
-///   conference talk) stay;
-/// - query `cfid` and `cftoken` (ColdFusion), when both are present;
-/// - path parameters `;jsessionid=…`, `;phpsessid=…`, `;sessionid=…`, `;sid=…` (Java servlet
-///   URL rewriting puts the session id there);
-/// - ASP.NET cookieless segments: `/(S(…))/`, `/(A(…)S(…)F(…))/` (each value 16 or more
-///   letters and digits), and `/(` + 24 letters and digits + `)/` when a later part of the
-///   path names an `.aspx` page.
-///
-/// Python surt's IA canonicaliser (pywb's keys) strips a subset of this: `jsessionid`,
-/// `phpsessid` and names ending in `sid` with exactly 32 letters and digits, ASPSESSIONID
-/// with 24 letters, `cfid` directly followed by `cftoken`, and the two ASP.NET path forms.
-/// Apart from oddities of its regexes (a 32-character value without a single digit, which is
-/// no machine-made id; `sid=` inside another parameter's value), what it strips goes here
-/// too. Beyond it: the `;jsessionid=` path form, which surt leaves
-/// alone, and ids of other lengths (Tomcat appends `.node1` to its 32 hex digits; PHP ids
-/// are often 26 characters). Where surt cuts a name mid-way (`?fsid=…&b=1` becomes `?fb=1`),
-/// this removes the whole parameter.
-pub fn strip_session_ids(url: &Url) -> Url {
-    let mut out = url.clone();
-    let path = url.path();
-    let stripped_path = strip_path_sessions(path);
-    if stripped_path != path {
-        out.set_path(&stripped_path);
-    }
-    if let Some(query) = url.query() {
-        let stripped = strip_query_sessions(query);
-        if stripped != query {
-            out.set_query((!stripped.is_empty()).then_some(stripped.as_str()));
-        }
-    }
-    out
-}
-
-fn strip_path_sessions(path: &str) -> String {
-    let segs: Vec<&str> = path.split('/').collect();
-    let mut kept: Vec<String> = Vec::with_capacity(segs.len());
-    for (i, seg) in segs.iter().enumerate() {
-        let later_aspx = || {
-            segs[i + 1..]
-                .iter()
-                .any(|s| s.to_ascii_lowercase().contains(".aspx"))
-        };
-        if i > 0 && (is_aspnet_cookieless(seg) || (is_aspnet_bare(seg) && later_aspx())) {
-            continue;
-        }
-        kept.push(strip_matrix_sessions(seg));
-    }
-    kept.join("/")
-}
-
-/// `(S(token))`, `(A(token)S(token)F(token))`: ASP.NET's cookieless session and auth segment.
-fn is_aspnet_cookieless(seg: &str) -> bool {
-    let Some(inner) = seg.strip_prefix('(').and_then(|s| s.strip_suffix(')')) else {
-        return false;
-    };
-    let mut rest = inner;
-    let mut parts = 0;
-    while !rest.is_empty() {
-        let mut chars = rest.chars();
-        let letter_ok = chars.next().is_some_and(|c| c.is_ascii_alphabetic());
-        let after = chars.as_str();
-        let Some(body) = after.strip_prefix('(') else {
-            return false;
-        };
-        let Some(close) = body.find(')') else {
-            return false;
-        };
-        let value = &body[..close];
-        if !letter_ok || value.len() < 16 || !value.bytes().all(|b| b.is_ascii_alphanumeric()) {
-            return false;
-        }
-        rest = &body[close + 1..];
-        parts += 1;
-    }
-    parts > 0
-}
-
-/// `(` + 24 letters and digits + `)`: ASP.NET 1.x's cookieless session segment.
-fn is_aspnet_bare(seg: &str) -> bool {
-    seg.strip_prefix('(')
-        .and_then(|s| s.strip_suffix(')'))
-        .is_some_and(|v| v.len() == 24 && v.bytes().all(|b| b.is_ascii_alphanumeric()))
-}
-
-const PATH_SESSION_PARAMS: &[&str] = &["jsessionid", "phpsessid", "sessionid", "sid"];
-
-/// A segment without its `;jsessionid=…`-style path parameters.
-fn strip_matrix_sessions(seg: &str) -> String {
-    if !seg.contains(';') {
-        return seg.to_string();
-    }
-    let mut parts = seg.split(';');
-    let mut out = parts.next().unwrap_or("").to_string();
-    for param in parts {
-        let name = param.split('=').next().unwrap_or("").to_ascii_lowercase();
-        if param.contains('=') && PATH_SESSION_PARAMS.contains(&name.as_str()) {
-            continue;
-        }
-        out.push(';');
-        out.push_str(param);
-    }
-    out
-}
-
-fn strip_query_sessions(query: &str) -> String {
-    let pairs: Vec<&str> = query.split('&').collect();
-    let name_of = |p: &str| {
-        let raw = p.split('=').next().unwrap_or("");
-        percent_encoding::percent_decode_str(raw)
-            .decode_utf8_lossy()
-            .to_ascii_lowercase()
-    };
-    let names: Vec<String> = pairs.iter().map(|p| name_of(p)).collect();
-    let coldfusion = names.iter().any(|n| n == "cfid") && names.iter().any(|n| n == "cftoken");
-    let kept: Vec<&str> = pairs
-        .iter()
-        .zip(&names)
-        .filter(|(pair, name)| {
-            let value = pair.split_once('=').map_or("", |(_, v)| v);
-            let cf = coldfusion && (name.as_str() == "cfid" || name.as_str() == "cftoken");
-            !(cf || is_session_param(name, value))
-        })
-        .map(|(pair, _)| *pair)
-        .collect();
-    if kept.len() == pairs.len() {
-        return query.to_string();
-    }
-    kept.join("&")
-}
-
-fn is_session_param(name: &str, value: &str) -> bool {
-    if name == "jsessionid" || name == "phpsessid" || name.starts_with("aspsessionid") {
-        return true;
-    }
-    let squashed: String = name.chars().filter(|c| *c != '_' && *c != '-').collect();
-    (squashed.ends_with("sid") || squashed.ends_with("sessionid")) && is_token(value)
-}
-
-/// A value that looks machine-made: 16–128 characters of `[A-Za-z0-9._-]`, with a digit.
-fn is_token(value: &str) -> bool {
-    (16..=128).contains(&value.len())
-        && value
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-        && value.bytes().any(|b| b.is_ascii_digit())
-}
-
-// ---------------------------------------------------------------------------------------------
-// Page text and fingerprints
+// Page text and its hash
 // ---------------------------------------------------------------------------------------------
 
 /// Visible text is cut at this many bytes: enough to tell pages apart, and a 100 MB page
@@ -686,7 +525,7 @@ pub const MAX_VISIBLE_TEXT: usize = 1 << 20;
 /// raw-text elements, plus the `<title>`, with common character references decoded, text
 /// nodes separated by a space and whitespace runs collapsed. At most [`MAX_VISIBLE_TEXT`]
 /// bytes. The encoding follows the page's `<meta charset>`, else UTF-8 (good enough for a
-/// fingerprint: a page always decodes the same way). Never fails: broken markup yields what
+/// hash: a page always decodes the same way). Never fails: broken markup yields what
 /// was read so far.
 pub fn visible_text(html: &[u8]) -> String {
     let text = std::cell::RefCell::new(TextBuf::default());
@@ -811,65 +650,13 @@ fn decode_reference(s: &str) -> Option<(char, usize)> {
     Some((c, end + 1))
 }
 
-/// Words per shingle: short enough that one changed word disturbs few shingles, long enough
-/// that word order matters.
-const SHINGLE_WORDS: usize = 2;
-
-/// A 64-bit SimHash of a text's word shingles: near-identical texts get fingerprints a few
-/// bits apart, unrelated texts about 32 bits apart.
-///
-/// Words are runs of letters and digits, lower-cased; words containing a digit are left out,
-/// because what varies between the pages of a trap is mostly numbers (dates, counters, page
-/// and session numbers) while their words stay the same. Each shingle of
-/// [`SHINGLE_WORDS`] consecutive words is hashed (FNV-1a, then a SplitMix64 finaliser, so the
-/// value is stable across builds and machines) and votes +1/−1 on each of the 64 bits. A text
-/// shorter than one shingle is one shingle; a text without words gives 0.
-pub fn fingerprint(text: &str) -> u64 {
-    let mut votes = [0i32; 64];
-    let mut window = [0u64; SHINGLE_WORDS];
-    let mut words = 0usize;
-    let mut vote = |feature: u64| {
-        for (bit, v) in votes.iter_mut().enumerate() {
-            *v += if feature >> bit & 1 == 1 { 1 } else { -1 };
-        }
-    };
-    for word in text
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty() && !w.chars().any(|c| c.is_numeric()))
-    {
-        window.rotate_left(1);
-        window[SHINGLE_WORDS - 1] = word_hash(word);
-        words += 1;
-        if words >= SHINGLE_WORDS {
-            vote(shingle_hash(&window));
-        }
-    }
-    if words == 0 {
-        return 0;
-    }
-    if words < SHINGLE_WORDS {
-        vote(shingle_hash(&window[SHINGLE_WORDS - words..]));
-    }
-    votes
-        .iter()
-        .enumerate()
-        .filter(|(_, v)| **v > 0)
-        .fold(0u64, |fp, (bit, _)| fp | 1 << bit)
-}
-
 /// A hash of a text's words and numbers, in order (case and punctuation ignored): equal only
-/// for pages that say exactly the same thing. The crawl's repeated-content rule uses this, not
-/// [`fingerprint`], so that templated pages differing in a price, a page number or an id are
-/// never taken for copies of each other.
+/// for pages that say exactly the same thing, so that templated pages differing in a price, a
+/// page number or an id are never taken for copies of each other.
 pub fn text_hash(text: &str) -> u64 {
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
         .fold(0x9e37_79b9_7f4a_7c15, |acc, w| mix(acc ^ word_hash(w)))
-}
-
-/// Bits in which two fingerprints differ.
-pub fn distance(a: u64, b: u64) -> u32 {
-    (a ^ b).count_ones()
 }
 
 /// FNV-1a over the lower-cased word.
@@ -883,13 +670,6 @@ fn word_hash(word: &str) -> u64 {
         }
     }
     h
-}
-
-/// Order-sensitive combination of word hashes, well mixed so the 64 bits vote independently.
-fn shingle_hash(words: &[u64]) -> u64 {
-    words
-        .iter()
-        .fold(0x9e37_79b9_7f4a_7c15, |acc, w| mix(acc ^ w))
 }
 
 /// SplitMix64's finaliser.
@@ -907,9 +687,8 @@ fn mix(mut z: u64) -> u64 {
 /// Finds pages that repeat themselves under ever-new URLs.
 ///
 /// Pages of one site are grouped by path prefix: the path without its last segment, query
-/// ignored (`/cal/view?d=1` and `/cal/list?d=2` share `/cal/`). Within a group, pages whose
-/// fingerprints lie within `max_distance` bits (3) of a cluster's first page join that
-/// cluster. When a cluster already holds `max_pages` pages (20), every further page that
+/// ignored (`/cal/view?d=1` and `/cal/list?d=2` share `/cal/`). Within a group, pages with the
+/// same text hash ([`text_hash`]) form a cluster. When a cluster already holds `max_pages` pages (20), every further page that
 /// joins it is a trap (`trap:repeated-content`): the crawl archives it but does not follow its
 /// links. Following them would mostly re-find links already seen; the new ones are exactly
 /// the "next date"/"next page" links that lead deeper into the trap.
@@ -922,13 +701,10 @@ fn mix(mut z: u64) -> u64 {
 /// resume they start again from zero, which delays detection but never breaks it.
 ///
 /// Call [`ContentTraps::observe`] once per fetched HTML page (not for retries of one URL),
-/// with `text_hash(&visible_text(body))`. The default detector, [`ContentTraps::default`],
-/// matches at distance 0 (the same hash: the same text); a detector built with a larger
-/// `max_distance` and fed [`fingerprint`]s finds near-copies instead.
+/// with `text_hash(&visible_text(body))`.
 #[derive(Debug)]
 pub struct ContentTraps {
     max_pages: u32,
-    max_distance: u32,
     clusters_per_site: usize,
     max_sites: usize,
     sites: HashMap<String, SiteClusters>,
@@ -944,29 +720,23 @@ struct SiteClusters {
 #[derive(Debug, Clone, Copy)]
 struct Cluster {
     prefix: u64,
-    fingerprint: u64,
+    text_hash: u64,
     pages: u32,
     last_used: u64,
 }
 
 impl Default for ContentTraps {
     fn default() -> Self {
-        ContentTraps::new(20, 0, 1024, 1024)
+        ContentTraps::new(20, 1024, 1024)
     }
 }
 
 impl ContentTraps {
     /// A detector with its own thresholds (see the type's documentation for the defaults).
     /// Caps below 1 are raised to 1.
-    pub fn new(
-        max_pages: u32,
-        max_distance: u32,
-        clusters_per_site: usize,
-        max_sites: usize,
-    ) -> ContentTraps {
+    pub fn new(max_pages: u32, clusters_per_site: usize, max_sites: usize) -> ContentTraps {
         ContentTraps {
             max_pages,
-            max_distance,
             clusters_per_site: clusters_per_site.max(1),
             max_sites: max_sites.max(1),
             sites: HashMap::new(),
@@ -975,25 +745,21 @@ impl ContentTraps {
     }
 
     /// Records a fetched page of `site` (its origin); returns the trap when the page is one
-    /// more near-copy of at least `max_pages` earlier pages under the same path prefix.
-    pub fn observe(&mut self, site: &str, url: &Url, text_fingerprint: u64) -> Option<Trap> {
+    /// more copy of at least `max_pages` earlier pages under the same path prefix.
+    pub fn observe(&mut self, site: &str, url: &Url, text_hash: u64) -> Option<Trap> {
         self.tick += 1;
         let tick = self.tick;
         let prefix_text = path_prefix(url);
         let prefix = word_hash(prefix_text);
         self.make_room_for(site);
-        let max_distance = self.max_distance;
         let cap = self.clusters_per_site;
         let entry = self.sites.entry(site.to_string()).or_default();
         entry.last_used = tick;
-        let near = entry
+        let same = entry
             .clusters
             .iter_mut()
-            .filter(|c| c.prefix == prefix)
-            .map(|c| (distance(c.fingerprint, text_fingerprint), c))
-            .filter(|(d, _)| *d <= max_distance)
-            .min_by_key(|(d, _)| *d);
-        if let Some((_, cluster)) = near {
+            .find(|c| c.prefix == prefix && c.text_hash == text_hash);
+        if let Some(cluster) = same {
             let earlier = cluster.pages;
             cluster.pages = cluster.pages.saturating_add(1);
             cluster.last_used = tick;
@@ -1001,7 +767,7 @@ impl ContentTraps {
                 Trap::new(
                     REPEATED_CONTENT,
                     format!(
-                        "{} earlier pages under {:?} within {max_distance} bits of this one",
+                        "{} earlier pages under {:?} with the same text as this one",
                         earlier,
                         clip(prefix_text)
                     ),
@@ -1013,7 +779,7 @@ impl ContentTraps {
         }
         entry.clusters.push(Cluster {
             prefix,
-            fingerprint: text_fingerprint,
+            text_hash,
             pages: 1,
             last_used: tick,
         });
@@ -1214,262 +980,6 @@ mod tests {
         );
     }
 
-    fn strip(s: &str) -> String {
-        strip_session_ids(&u(s)).to_string()
-    }
-
-    #[test]
-    fn session_id_variants_collapse() {
-        let variants = [
-            "http://h/shop/item?id=5",
-            "http://h/shop/item;jsessionid=0123456789ABCDEF0123456789ABCDEF?id=5",
-            "http://h/shop/item;jsessionid=FEDCBA9876543210FEDCBA9876543210.node1?id=5",
-            "http://h/shop/item?jsessionid=0123456789ABCDEF0123456789ABCDEF&id=5",
-            "http://h/shop/item?id=5&PHPSESSID=k2jlc3v1o7kq6n3h1f0dm5sp21",
-            "http://h/shop/item?sid=9f8e7d6c5b4a39281706f5e4d3c2b1a0&id=5",
-            "http://h/shop/item?id=5&osCsid=9f8e7d6c5b4a39281706f5e4d3c2b1a0",
-            "http://h/shop/item?SessionID=a1b2c3d4e5f6a7b8c9d0&id=5",
-            "http://h/shop/item?session_id=a1b2c3d4e5f6a7b8c9d0&id=5",
-            "http://h/shop/item?ASPSESSIONIDQQGGGNCU=ABCDEFGHIJKLMNOPQRSTUVWX&id=5",
-            "http://h/shop/item?CFID=123456&id=5&CFTOKEN=98765432",
-        ];
-        for v in variants {
-            assert_eq!(strip(v), "http://h/shop/item?id=5", "{v}");
-        }
-        assert_eq!(
-            strip("http://h/x/(S(abcdefghijklmnopqrstuvwx))/page.aspx?a=1"),
-            "http://h/x/page.aspx?a=1"
-        );
-        assert_eq!(
-            strip("http://h/x/(A(abcdefghijklmnopqrstuvwx)S(abcdefghijklmnopqrstuvwx))/p.aspx"),
-            "http://h/x/p.aspx"
-        );
-        assert_eq!(
-            strip("http://h/x/(abcdefghijklmnopqrstuvwx)/dir/Page.ASPX"),
-            "http://h/x/dir/Page.ASPX"
-        );
-        assert_eq!(strip("http://h/a?jsessionid=123"), "http://h/a");
-        // Python surt leaves "?f" glued to the next parameter here; whole names go.
-        assert_eq!(
-            strip("http://h/a?fsid=0123456789abcdef0123456789abcdef&b=1"),
-            "http://h/a?b=1"
-        );
-    }
-
-    #[test]
-    fn lookalikes_are_kept() {
-        for url in [
-            "http://h/story?sid=42",
-            "http://h/talks?sessionid=7",
-            "http://h/a?sid=abcdefghijklmnopqrstuvwxyz",
-            "http://h/x/(abcdefghijklmnopqrstuvwx)/dir/page.html",
-            "http://h/a?cfid=1",
-            "http://h/a;v=2/b",
-            "http://h/a?x=1&&y=2",
-        ] {
-            assert_eq!(strip(url), url, "{url}");
-        }
-    }
-
-    /// Deterministic filler text: `n` words drawn from a small English vocabulary, as the
-    /// menus, sidebars and footers of a site template are.
-    fn filler(seed: u64, n: usize) -> String {
-        const VOCAB: &[&str] = &[
-            "home",
-            "about",
-            "contact",
-            "news",
-            "events",
-            "members",
-            "join",
-            "donate",
-            "search",
-            "community",
-            "meeting",
-            "workshop",
-            "evening",
-            "volunteers",
-            "region",
-            "garden",
-            "library",
-            "music",
-            "theatre",
-            "children",
-            "family",
-            "walk",
-            "history",
-            "society",
-            "annual",
-            "report",
-            "minutes",
-            "committee",
-            "agenda",
-            "venue",
-            "parking",
-            "access",
-            "tickets",
-            "free",
-            "booking",
-            "required",
-            "welcome",
-            "everyone",
-            "please",
-            "check",
-            "programme",
-            "update",
-            "newsletter",
-            "subscribe",
-            "privacy",
-            "policy",
-            "terms",
-            "cookies",
-            "follow",
-            "share",
-            "print",
-            "page",
-            "back",
-            "top",
-            "menu",
-            "archive",
-            "photos",
-            "gallery",
-            "sponsors",
-            "partners",
-            "local",
-            "council",
-            "school",
-            "church",
-            "hall",
-            "market",
-            "fair",
-            "spring",
-            "summer",
-            "autumn",
-            "winter",
-            "club",
-            "group",
-            "course",
-            "lesson",
-            "talk",
-            "lecture",
-            "visit",
-            "tour",
-            "open",
-            "day",
-            "night",
-            "morning",
-            "afternoon",
-            "session",
-            "beginners",
-            "advanced",
-            "all",
-            "ages",
-            "welcome",
-        ];
-        let mut x = seed;
-        (0..n)
-            .map(|_| {
-                x = mix(x);
-                VOCAB[(x % VOCAB.len() as u64) as usize]
-            })
-            .collect::<Vec<_>>()
-            .join(" ")
-    }
-
-    /// A calendar day page: 250 words of template above and 250 below the date line.
-    fn calendar_page(weekday: &str, day: u32, month: &str, year: u32) -> String {
-        format!(
-            "{} {weekday} {day} {month} {year} No events are scheduled for this day {}",
-            filler(1, 250),
-            filler(2, 250)
-        )
-    }
-
-    #[test]
-    fn near_duplicates_are_close_and_unrelated_pages_far() {
-        let base = fingerprint(&calendar_page("Monday", 30, "November", 2026));
-        for (w, d, m, y) in [
-            ("Monday", 30, "November", 2025),
-            ("Tuesday", 1, "December", 2026),
-            ("Wednesday", 2, "December", 2026),
-            ("Friday", 1, "January", 2027),
-            ("Sunday", 28, "February", 2027),
-        ] {
-            let fp = fingerprint(&calendar_page(w, d, m, y));
-            let dist = distance(base, fp);
-            assert!(dist <= 3, "{w} {d} {m} {y}: {dist} bits");
-        }
-        // Same site template, different main text: far apart.
-        let article = |seed| {
-            format!(
-                "{} {} {}",
-                filler(1, 250),
-                filler(seed, 300),
-                filler(2, 250)
-            )
-        };
-        let a = fingerprint(&article(10));
-        assert!(distance(a, fingerprint(&article(11))) >= 8);
-        assert!(distance(base, a) >= 8);
-        // Unrelated texts: about half the bits differ.
-        let (x, y) = (fingerprint(&filler(20, 400)), fingerprint(&filler(21, 400)));
-        assert!((20..=44).contains(&distance(x, y)), "{}", distance(x, y));
-    }
-
-    /// SimHash is statistical: how many date-line variants stay within 3 bits depends on the
-    /// page's size (more words, fewer flips). Over these 100 templates of ~500 words: 257 of
-    /// 300 variant pairs (86%) within 3 bits, the rest within 6; unrelated texts far apart.
-    /// ContentTraps counts pages that join a cluster, so a miss delays detection by a page.
-    #[test]
-    fn near_duplicate_rate_over_many_templates() {
-        let mut within = 0;
-        let mut worst = 0;
-        let mut pairs = 0;
-        for seed in 0..100u64 {
-            let page = |weekday: &str, month: &str| {
-                format!(
-                    "{} {weekday} 1 {month} 2026 No events are scheduled for this day {}",
-                    filler(seed * 2 + 100, 250),
-                    filler(seed * 2 + 101, 250)
-                )
-            };
-            let base = fingerprint(&page("Monday", "November"));
-            for (w, m) in [
-                ("Tuesday", "December"),
-                ("Friday", "January"),
-                ("Sunday", "May"),
-            ] {
-                let d = distance(base, fingerprint(&page(w, m)));
-                within += usize::from(d <= 3);
-                worst = worst.max(d);
-                pairs += 1;
-            }
-            let other = fingerprint(&filler(seed + 1000, 500));
-            assert!(distance(base, other) >= 14, "seed {seed}");
-        }
-        assert!(within * 100 >= pairs * 75, "{within}/{pairs} within 3 bits");
-        assert!(worst <= 8, "worst {worst}");
-    }
-
-    #[test]
-    fn fingerprint_edge_cases() {
-        assert_eq!(fingerprint(""), 0);
-        assert_eq!(fingerprint("12 345 2026-11-30"), 0);
-        assert_ne!(fingerprint("hello"), 0);
-        assert_ne!(fingerprint("hello"), fingerprint("world"));
-        // Case and punctuation do not matter, word order does.
-        assert_eq!(fingerprint("Hello, World!"), fingerprint("hello world"));
-        assert_ne!(
-            fingerprint("alpha beta gamma"),
-            fingerprint("gamma beta alpha")
-        );
-        // Numbers are ignored: counters and dates do not split near-duplicates.
-        assert_eq!(
-            fingerprint("page 1 of many items"),
-            fingerprint("page 2 of many items")
-        );
-    }
-
     #[test]
     fn visible_text_skips_scripts_and_decodes() {
         let html = b"<!doctype html><html><head><title>T&amp;C</title>\
@@ -1498,17 +1008,15 @@ mod tests {
 
     #[test]
     fn content_traps_trigger_after_the_limit() {
-        let mut traps = ContentTraps::new(20, 3, 1024, 1024);
+        let mut traps = ContentTraps::new(20, 1024, 1024);
         let site = "http://h";
-        let base = fingerprint(&calendar_page("Monday", 30, "November", 2026));
+        let base = text_hash("No events are scheduled for this day");
         for i in 0..20u64 {
             let url = u(&format!("http://h/cal/day?d={i}"));
-            // Vary one or two bits, as near-duplicates do.
-            let fp = base ^ (1 << (i % 64)) ^ (1 << ((i * 7) % 64));
-            assert_eq!(traps.observe(site, &url, fp), None, "page {i}");
+            assert_eq!(traps.observe(site, &url, base), None, "page {i}");
         }
         let t = traps
-            .observe(site, &u("http://h/cal/view?d=99"), base ^ 0b101)
+            .observe(site, &u("http://h/cal/view?d=99"), base)
             .unwrap();
         assert_eq!(t.rule, REPEATED_CONTENT);
         assert!(
@@ -1519,7 +1027,7 @@ mod tests {
         assert_eq!(traps.observe(site, &u("http://h/other/x"), base), None);
         assert_eq!(traps.observe("http://g", &u("http://g/cal/x"), base), None);
         assert_eq!(traps.observe(site, &u("http://h/cal/y"), !base), None);
-        // Further near-copies stay traps.
+        // Further copies stay traps.
         assert!(traps.observe(site, &u("http://h/cal/z"), base).is_some());
         assert_eq!(traps.clusters(site), 3);
         traps.forget_site(site);
@@ -1529,7 +1037,7 @@ mod tests {
 
     #[test]
     fn content_traps_are_bounded() {
-        let mut traps = ContentTraps::new(3, 3, 8, 2);
+        let mut traps = ContentTraps::new(3, 8, 2);
         let site = "http://h";
         // A growing cluster survives a flood of unique pages.
         for i in 0..3 {
@@ -1540,7 +1048,7 @@ mod tests {
             traps.observe(site, &u(&format!("http://h/t/u{i}")), fp);
             assert!(traps.clusters(site) <= 8);
         }
-        assert!(traps.observe(site, &u("http://h/t/again"), 1).is_some());
+        assert!(traps.observe(site, &u("http://h/t/again"), 0).is_some());
         // Sites are capped too: the least recently observed goes.
         traps.observe("http://a", &u("http://a/x"), 0);
         traps.observe("http://b", &u("http://b/x"), 0);
