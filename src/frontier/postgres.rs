@@ -151,6 +151,19 @@ fn retryable(e: &postgres::Error) -> bool {
         || e.code() == Some(&SqlState::T_R_SERIALIZATION_FAILURE)
 }
 
+/// Runs one transaction, again after a deadlock or serialisation failure (up to ten more tries):
+/// nothing of a failed try stays, so the same inputs are simply given again.
+fn with_retries<T>(
+    mut attempt: impl FnMut() -> Result<T, postgres::Error>,
+) -> Result<T, postgres::Error> {
+    let mut tries = 0;
+    loop {
+        match attempt() {
+            Err(e) if retryable(&e) && tries < 10 => tries += 1,
+            other => return other,
+        }
+    }
+}
 type Task = Box<dyn FnOnce(&mut Client) + Send>;
 
 /// The connection, on its own thread (see the module documentation).
@@ -436,14 +449,7 @@ impl PostgresFrontier {
         let buf = std::mem::take(&mut self.buf);
         let worker = self.worker.clone();
         let counts = self.run("cannot write the frontier", move |c| {
-            // The same buffer again after a deadlock: nothing of the failed try stayed.
-            let mut tries = 0;
-            loop {
-                match write(c, &buf, &worker) {
-                    Err(e) if retryable(&e) && tries < 10 => tries += 1,
-                    other => return other,
-                }
-            }
+            with_retries(|| write(c, &buf, &worker))
         })?;
         for (origin, accepted, queued) in counts {
             self.accepted.insert(origin.clone(), accepted);
@@ -702,13 +708,7 @@ impl Frontier for PostgresFrontier {
         let origin = site.to_string();
         let worker = self.worker.clone();
         let row = self.run("cannot take the next URL", move |c| {
-            let mut tries = 0;
-            loop {
-                match take(c, &origin, &worker) {
-                    Err(e) if retryable(&e) && tries < 10 => tries += 1,
-                    other => return other,
-                }
-            }
+            with_retries(|| take(c, &origin, &worker))
         })?;
         match row {
             None => {
@@ -867,13 +867,7 @@ impl Frontier for PostgresFrontier {
         self.flush()?;
         let lease = self.lease.as_secs_f64();
         self.run("cannot requeue a dead worker's URLs", move |c| {
-            let mut tries = 0;
-            loop {
-                match reap(c, lease) {
-                    Err(e) if retryable(&e) && tries < 10 => tries += 1,
-                    other => return other,
-                }
-            }
+            with_retries(|| reap(c, lease))
         })?;
         self.sites_with_work()
     }
