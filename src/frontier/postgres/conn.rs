@@ -1,0 +1,150 @@
+//! The connection on its own thread, its heartbeat, and how its errors read.
+
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use postgres::{Client, NoTls};
+
+/// A PostgreSQL error as one line: the server's own message when there is one.
+pub(super) fn describe(e: &postgres::Error) -> String {
+    if let Some(db) = e.as_db_error() {
+        return format!("{}: {}", db.severity(), db.message());
+    }
+    let mut msg = e.to_string();
+    let mut src = std::error::Error::source(e);
+    while let Some(s) = src {
+        msg.push_str(": ");
+        msg.push_str(&s.to_string());
+        src = s.source();
+    }
+    msg
+}
+
+/// Deadlocks and serialisation failures: the transaction may simply be run again.
+pub(super) fn retryable(e: &postgres::Error) -> bool {
+    use postgres::error::SqlState;
+    e.code() == Some(&SqlState::T_R_DEADLOCK_DETECTED)
+        || e.code() == Some(&SqlState::T_R_SERIALIZATION_FAILURE)
+}
+
+/// Runs one transaction, again after a deadlock or serialisation failure (up to ten more tries):
+/// nothing of a failed try stays, so the same inputs are simply given again.
+pub(super) fn with_retries<T>(
+    mut attempt: impl FnMut() -> Result<T, postgres::Error>,
+) -> Result<T, postgres::Error> {
+    let mut tries = 0;
+    loop {
+        match attempt() {
+            Err(e) if retryable(&e) && tries < 10 => tries += 1,
+            other => return other,
+        }
+    }
+}
+type Task = Box<dyn FnOnce(&mut Client) + Send>;
+
+/// The connection, on its own thread (see the module documentation).
+pub(super) struct Db {
+    tx: Option<mpsc::Sender<Task>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// What the connection thread does when no call is waiting.
+pub(super) struct Beat {
+    pub(super) worker: String,
+    pub(super) lease: Duration,
+}
+
+impl Db {
+    pub(super) fn connect(url: &str, beat: Beat) -> Result<Db, String> {
+        let config: postgres::Config = url
+            .parse()
+            .map_err(|e: postgres::Error| format!("not a PostgreSQL address: {}", describe(&e)))?;
+        let (tx, rx) = mpsc::channel::<Task>();
+        let (ready_tx, ready_rx) = mpsc::channel::<Result<(), String>>();
+        let thread = std::thread::Builder::new()
+            .name("frontier-db".into())
+            .spawn(move || {
+                let mut config = config;
+                config.connect_timeout(Duration::from_secs(10));
+                let mut client = match config.connect(NoTls) {
+                    Ok(c) => c,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(format!("cannot connect: {}", describe(&e))));
+                        return;
+                    }
+                };
+                let _ = ready_tx.send(Ok(()));
+                serve(&mut client, &rx, &beat);
+            })
+            .map_err(|e| format!("cannot start the database thread: {e}"))?;
+        match ready_rx.recv() {
+            Ok(Ok(())) => Ok(Db {
+                tx: Some(tx),
+                thread: Some(thread),
+            }),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err("the database thread stopped".into()),
+        }
+    }
+
+    /// Runs `f` on the connection and waits for its answer.
+    pub(super) fn call<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Client) -> R + Send + 'static,
+    ) -> Result<R, String> {
+        let (rtx, rrx) = mpsc::sync_channel(1);
+        let task: Task = Box::new(move |c| {
+            let _ = rtx.send(f(c));
+        });
+        self.tx
+            .as_ref()
+            .ok_or("the database connection is closed")?
+            .send(task)
+            .map_err(|_| "the database connection is closed")?;
+        rrx.recv()
+            .map_err(|_| "the database thread stopped".to_string())
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        self.tx = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The connection thread's loop: calls as they come, and the heartbeat at least every third of
+/// the lease, so a busy worker is never taken for a dead one.
+fn serve(client: &mut Client, rx: &mpsc::Receiver<Task>, beat: &Beat) {
+    let every = (beat.lease / 3).max(Duration::from_millis(200));
+    let mut last = Instant::now();
+    loop {
+        let wait = every.saturating_sub(last.elapsed());
+        match rx.recv_timeout(wait) {
+            Ok(task) => task(client),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => return,
+        }
+        if last.elapsed() >= every {
+            // A failed beat is retried at the next one; calls report their own errors.
+            let _ = heartbeat(client, beat);
+            last = Instant::now();
+        }
+    }
+}
+
+fn heartbeat(client: &mut Client, beat: &Beat) -> Result<(), postgres::Error> {
+    let lease = beat.lease.as_secs_f64();
+    client.execute(
+        "UPDATE workers SET heartbeat = now() WHERE name = $1",
+        &[&beat.worker],
+    )?;
+    client.execute(
+        "UPDATE budgets SET expires = now() + $2 * interval '1 second' WHERE holder = $1",
+        &[&beat.worker, &lease],
+    )?;
+    Ok(())
+}

@@ -1,0 +1,154 @@
+//! The PostgreSQL frontier against a real server of its own.
+
+#[path = "../../../tests/common/pg_cluster.rs"]
+mod pg_cluster;
+
+use super::*;
+use crate::frontier::suite;
+use pg_cluster::PgCluster;
+
+fn ident() -> CrawlIdentity {
+    CrawlIdentity {
+        name: "test".into(),
+        seeds: vec!["http://a/".into(), "http://b/".into()],
+    }
+}
+
+fn settings(url: String, worker: &str) -> PostgresSettings {
+    PostgresSettings {
+        url,
+        worker: worker.into(),
+        lease: Duration::from_secs(2),
+    }
+}
+
+fn open(url: String, worker: &str) -> PostgresFrontier {
+    PostgresFrontier::open(&settings(url, worker), &ident()).unwrap()
+}
+
+/// The shared suite, each check on a fresh database of one real server.
+#[test]
+fn shared_suite_on_a_real_server() {
+    let checks = suite::all();
+    let names: Vec<String> = (0..checks.len()).map(|i| format!("suite{i}")).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let pg = PgCluster::start(&refs);
+    for (check, db) in checks.iter().zip(&names) {
+        let mut f = open(pg.url(db), "w1");
+        check(&mut f);
+        f.commit().unwrap();
+        // A second worker joining sees the same crawl.
+        let before = suite::snapshot(&mut f);
+        let mut g = open(pg.url(db), "w1");
+        assert_eq!(suite::snapshot(&mut g), before, "{db}");
+    }
+}
+
+#[test]
+fn crawl_identity_workers_leases_and_reaping() {
+    let pg = PgCluster::start(&["crawl"]);
+    let url = pg.url("crawl");
+    let mut a = open(url.clone(), "a");
+    // Another profile's crawl is refused, naming both.
+    let other = CrawlIdentity {
+        name: "other".into(),
+        ..ident()
+    };
+    let msg = PostgresFrontier::open(&settings(url.clone(), "x"), &other)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("\"test\"") && msg.contains("\"other\""),
+        "{msg}"
+    );
+    assert!(msg.contains(&format!("127.0.0.1:{}", pg.port)), "{msg}");
+
+    // Two workers: a URL both find is queued once.
+    let mut b = open(url.clone(), "b");
+    let u = Url::parse("http://s/1").unwrap();
+    assert!(a.mark_seen(&u).unwrap());
+    assert!(b.mark_seen(&u).unwrap());
+    a.push("http://s", Candidate::seed(u.clone())).unwrap();
+    b.push("http://s", Candidate::seed(u.clone())).unwrap();
+    a.commit().unwrap();
+    b.commit().unwrap();
+    assert_eq!(a.sites_with_work().unwrap(), ["http://s"]);
+    assert_eq!(a.queued("http://s"), 1);
+    assert_eq!(a.accepted("http://s"), 1);
+
+    // A budget is held by one worker at a time, and keeps its pause when it moves.
+    assert!(matches!(a.lease("127.0.0.9").unwrap(), Lease::Granted(d) if d.is_zero()));
+    assert!(matches!(b.lease("127.0.0.9").unwrap(), Lease::Busy));
+    a.give_back("127.0.0.9", Duration::from_secs(30)).unwrap();
+    match b.lease("127.0.0.9").unwrap() {
+        Lease::Granted(d) => assert!(d > Duration::from_secs(25), "{d:?}"),
+        Lease::Busy => panic!("given back but still busy"),
+    }
+
+    // A suspension and a Retry-After floor recorded by one worker are seen by the other;
+    // larger values win.
+    let until = crate::politeness::epoch_secs(std::time::SystemTime::now()) + 3600;
+    let facts = SiteFacts {
+        round: 2,
+        until: Some(until),
+        retry_after: Some(Duration::from_secs(7)),
+    };
+    a.save_site_facts("http://t", &facts).unwrap();
+    let smaller = SiteFacts {
+        round: 1,
+        until: Some(until - 100),
+        retry_after: None,
+    };
+    b.save_site_facts("http://t", &smaller).unwrap();
+    assert_eq!(b.site_facts("http://t").unwrap(), Some(facts.clone()));
+    assert_eq!(
+        b.suspended_sites().unwrap(),
+        [("http://t".to_string(), facts)]
+    );
+    assert_eq!(b.site_facts("http://nowhere").unwrap(), None);
+
+    // b takes the URL and dies: after the lease a's poll queues it again.
+    let c = b.pop("http://s").unwrap().unwrap();
+    assert_eq!(c.url, u);
+    assert!(!a.idle_everywhere().unwrap());
+    drop(b); // no heartbeat any more, nor sign-off
+    assert!(a.poll().unwrap().is_empty());
+    // a's own heartbeat goes on while b's stops.
+    std::thread::sleep(Duration::from_millis(2600));
+    assert_eq!(a.poll().unwrap(), ["http://s"]);
+    // b's lease lapsed too.
+    assert!(matches!(a.lease("127.0.0.9").unwrap(), Lease::Granted(_)));
+    let again = a.pop("http://s").unwrap().unwrap();
+    assert_eq!(again.url, u);
+    a.done(&again.url).unwrap();
+    a.commit().unwrap();
+    assert!(a.idle_everywhere().unwrap());
+    let st = status(&url, Duration::from_secs(2)).unwrap();
+    assert_eq!(st.crawl, "test");
+    assert_eq!((st.queued, st.in_flight, st.seen), (0, 0, 1));
+    let wa = st.workers.iter().find(|w| w.name == "a").unwrap();
+    assert!(wa.alive && wa.done == 1, "{wa:?}");
+    let wb = st.workers.iter().find(|w| w.name == "b").unwrap();
+    assert!(!wb.alive, "{wb:?}");
+    a.leave().unwrap();
+}
+
+#[test]
+fn an_unreachable_database_is_a_clear_error() {
+    // A port nothing listens on (bound, then closed).
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("postgresql://me:secret@127.0.0.1:{port}/crawl");
+    let msg = PostgresFrontier::open(&settings(url, "w"), &ident())
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("cannot connect"), "{msg}");
+    assert!(!msg.contains("secret"), "{msg}");
+    let msg = PostgresFrontier::open(&settings("postgresql://[".into(), "w"), &ident())
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("not a PostgreSQL address"), "{msg}");
+}
