@@ -712,10 +712,17 @@ impl Checker<'_> {
         let line_end = self.source[line_start..]
             .find('\n')
             .map_or(self.source.len(), |i| line_start + i);
-        let text = self.source[line_start..line_end].trim_end_matches('\r');
-        let column = self.source[line_start..start].chars().count();
+        // A line may hold a password (`database = "postgresql://u:secret@…"`): never shown;
+        // the caret is placed on the masked line.
+        let masked = |s: &str| crate::frontier::mask_secrets(s);
+        let text = masked(self.source[line_start..line_end].trim_end_matches('\r'));
+        let column = masked(&self.source[line_start..start]).chars().count();
         let end = span.end.clamp(start, line_end.max(start));
-        let width = self.source[start..end].chars().count().max(1);
+        let width = masked(&self.source[line_start..end])
+            .chars()
+            .count()
+            .saturating_sub(column)
+            .max(1);
         let number = self.line_at(start).to_string();
         let pad = " ".repeat(number.len());
         format!(
@@ -1857,6 +1864,30 @@ min_delay = 0.5
             ("frontier.lease_seconds", 10),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_database_password_is_never_shown() {
+        // A wrong scheme, a syntax error on the line, a wrong type: the quoted line is masked.
+        for line in [
+            "database = \"mysql://crawler:hunter2@db/c\"",
+            "database = \"postgresql://crawler:hunter2@db/c\" oops",
+            "database = [\"postgresql://crawler:hunter2@db/c\"]",
+            "database = \"postgres://db/c?password=hunter2\" lease_seconds = 3",
+        ] {
+            let src = format!("{GOOD}[frontier]\n{line}\n");
+            let e = parse(&src).unwrap_err().to_string();
+            assert!(!e.contains("hunter2"), "{e}");
+            assert!(e.contains(":10:") && e.contains("***"), "{e}");
+        }
+        // The caret stays under the value on the masked line.
+        let src = format!("{GOOD}[frontier]\ndatabase = \"mysql://u:hunter2@db/c\"\n");
+        let e = parse(&src).unwrap_err().to_string();
+        let lines: Vec<&str> = e.lines().collect();
+        let (text, caret) = (lines[lines.len() - 2], lines[lines.len() - 1]);
+        let at = caret.find('^').unwrap();
+        assert_eq!(&text[at..], "\"mysql://u:***@db/c\"", "{e}");
+        assert_eq!(caret.trim_end().len() - at, text.len() - at, "{e}");
     }
 
     #[test]

@@ -57,6 +57,98 @@ pub fn is_postgres_url(s: &str) -> bool {
     lower.starts_with("postgresql://") || lower.starts_with("postgres://")
 }
 
+/// What stands in for a password in anything printed.
+pub const MASK: &str = "***";
+
+/// `text` with every password it holds replaced by [`MASK`]: the password of a URL's user
+/// (`scheme://user:secret@host`) and the value of any `password=` (a URL's query, or libpq's
+/// `key=value` form, quoted or not). Used for everything that shows a database address or a
+/// profile line that may hold one: errors, run.log, `status`.
+pub fn mask_secrets(text: &str) -> String {
+    mask_password_params(&mask_userinfo(text))
+}
+
+/// Ends an unquoted `password=` value: a space, the next query parameter, a closing quote.
+/// Nothing else does, so no tail of a password is ever shown.
+fn ends_value(c: char) -> bool {
+    c.is_whitespace() || matches!(c, '&' | '"' | '\'')
+}
+
+fn mask_userinfo(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("://") {
+        let (before, after) = rest.split_at(i + 3);
+        out.push_str(before);
+        // The authority runs to the first `/`, `?`, `#`, quote or space; a password sits between
+        // the user's `:` and the last `@` in it (an `@` in a password ends up inside it).
+        let end =
+            after.find(|c: char| c.is_whitespace() || matches!(c, '/' | '?' | '#' | '"' | '\''));
+        let authority = &after[..end.unwrap_or(after.len())];
+        match authority
+            .rfind('@')
+            .and_then(|at| authority[..at].find(':').map(|colon| (colon, at)))
+        {
+            Some((colon, at)) => {
+                out.push_str(&authority[..=colon]);
+                out.push_str(MASK);
+                out.push_str(&authority[at..]);
+            }
+            None => out.push_str(authority),
+        }
+        rest = &after[authority.len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
+fn mask_password_params(text: &str) -> String {
+    const KEY: &str = "password";
+    let lower = text.to_ascii_lowercase();
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    while let Some(found) = lower[at..].find(KEY) {
+        let key_end = at + found + KEY.len();
+        // `password = value`, spaces allowed around `=` as libpq allows them.
+        let after_key = &text[key_end..];
+        let eq = after_key.len() - after_key.trim_start().len();
+        if !after_key[eq..].starts_with('=') {
+            out.push_str(&text[at..key_end]);
+            at = key_end;
+            continue;
+        }
+        let value_at = key_end + eq + 1;
+        let value = &text[value_at..];
+        let skip = value.len() - value.trim_start().len();
+        let value = &value[skip..];
+        let len = if let Some(quoted) = value.strip_prefix('\'') {
+            // libpq's quoted form: up to the closing quote (a backslash escapes one).
+            let mut n = quoted.len();
+            let mut escaped = false;
+            for (i, c) in quoted.char_indices() {
+                match c {
+                    '\\' if !escaped => escaped = true,
+                    '\'' if !escaped => {
+                        n = i;
+                        break;
+                    }
+                    _ => escaped = false,
+                }
+            }
+            (n + 2).min(value.len())
+        } else {
+            value.find(ends_value).unwrap_or(value.len())
+        };
+        out.push_str(&text[at..value_at + skip]);
+        if len > 0 {
+            out.push_str(MASK);
+        }
+        at = value_at + skip + len;
+    }
+    out.push_str(&text[at..]);
+    out
+}
+
 /// A URL waiting to be fetched.
 #[derive(Debug, Clone)]
 pub struct Candidate {
@@ -352,6 +444,46 @@ mod tests {
             .mark_seen(&Url::parse("http://S/a/../b#x").unwrap())
             .unwrap());
         assert!(!f.mark_seen(&Url::parse("http://s:80/b").unwrap()).unwrap());
+    }
+
+    #[test]
+    fn passwords_are_masked_wherever_they_sit() {
+        let cases = [
+            (
+                "postgresql://crawler:s3cret@db.example:5432/crawl",
+                "postgresql://crawler:***@db.example:5432/crawl",
+            ),
+            // An `@` inside the password: the last one ends it.
+            (
+                "postgres://u:p@ss:w@rd@db/crawl?sslmode=disable",
+                "postgres://u:***@db/crawl?sslmode=disable",
+            ),
+            ("postgresql://u@db/crawl", "postgresql://u@db/crawl"),
+            ("postgresql://db:5432/crawl", "postgresql://db:5432/crawl"),
+            (
+                "postgresql://u@db/c?sslmode=off&password=hunter2&x=1",
+                "postgresql://u@db/c?sslmode=off&password=***&x=1",
+            ),
+            (
+                "host=db user=u password=hunter2 dbname=c",
+                "host=db user=u password=*** dbname=c",
+            ),
+            (
+                "host=db PASSWORD = 'two words\\' here' dbname=c",
+                "host=db PASSWORD = *** dbname=c",
+            ),
+            (
+                r#"database = "mysql://root:toor@10.0.0.1/x" # a comment"#,
+                r#"database = "mysql://root:***@10.0.0.1/x" # a comment"#,
+            ),
+            ("a password is needed", "a password is needed"),
+            ("password=", "password="),
+            ("no URL at all", "no URL at all"),
+            ("http://", "http://"),
+        ];
+        for (given, shown) in cases {
+            assert_eq!(mask_secrets(given), shown, "{given}");
+        }
     }
 
     #[test]

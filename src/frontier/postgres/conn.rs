@@ -21,6 +21,20 @@ pub(super) fn describe(e: &postgres::Error) -> String {
     msg
 }
 
+/// Why a connection failed, never quoting its password (whatever the driver's text holds).
+pub(super) fn connect_error(e: &postgres::Error, config: &postgres::Config) -> String {
+    let mut msg = format!("cannot connect: {}", describe(e));
+    if let Some(pw) = config
+        .get_password()
+        .and_then(|p| std::str::from_utf8(p).ok())
+    {
+        if !pw.is_empty() {
+            msg = msg.replace(pw, crate::frontier::MASK);
+        }
+    }
+    crate::frontier::mask_secrets(&msg)
+}
+
 /// Deadlocks and serialisation failures: the transaction may simply be run again.
 pub(super) fn retryable(e: &postgres::Error) -> bool {
     use postgres::error::SqlState;
@@ -70,7 +84,7 @@ impl Db {
                 let mut client = match config.connect(NoTls) {
                     Ok(c) => c,
                     Err(e) => {
-                        let _ = ready_tx.send(Err(format!("cannot connect: {}", describe(&e))));
+                        let _ = ready_tx.send(Err(connect_error(&e, &config)));
                         return;
                     }
                 };

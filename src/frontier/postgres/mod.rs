@@ -63,16 +63,9 @@ pub struct PostgresSettings {
     pub lease: Duration,
 }
 
-/// The database as named in messages: its URL without the password.
+/// The database as named in messages: its address with every password masked.
 pub fn shown(url: &str) -> String {
-    match Url::parse(url) {
-        Ok(mut u) if u.password().is_some() => {
-            let _ = u.set_password(Some("***"));
-            u.to_string()
-        }
-        Ok(u) => u.to_string(),
-        Err(_) => "the database".to_string(),
-    }
+    crate::frontier::mask_secrets(url)
 }
 
 /// A queued URL waiting in memory for the next flush.

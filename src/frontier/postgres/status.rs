@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use postgres::{Client, NoTls};
 
-use super::conn::describe;
+use super::conn::{connect_error, describe};
 use super::schema::SCHEMA_NAME;
 use super::shown;
 use crate::frontier::FrontierError;
@@ -50,7 +50,7 @@ pub fn status(url: &str, lease: Duration) -> Result<Status, FrontierError> {
     // `archiver status` runs outside any async runtime: the client may be used directly.
     let mut c = config
         .connect(NoTls)
-        .map_err(|e| fail(format!("cannot connect: {}", describe(&e))))?;
+        .map_err(|e| fail(connect_error(&e, &config)))?;
     let q = |c: &mut Client| -> Result<Status, postgres::Error> {
         c.batch_execute(&format!("SET search_path = {SCHEMA_NAME}"))?;
         let one = |c: &mut Client, sql: &str| -> Result<i64, postgres::Error> {
