@@ -21,7 +21,7 @@
 //! | 4 | [`crawl`], [`commands`], [`index`], [`diff`], [`optout`], [`verify`], [`wacz`] | the engine; the offline tools |
 //! | 3 | [`config`] | the TOML profile → each module's own settings type (the one translator) |
 //! | 2 | [`frontier`], [`browser`], [`politeness`], [`scope`], [`net`], [`extract`], [`dedup`], [`logs`] | domain logic, each owning its settings |
-//! | 1 | [`warc`], [`arc`], [`cdx`], [`spool`] | formats: records, SURT, CDXJ, bodies |
+//! | 1 | [`warc`] (with its ARC reader), [`cdx`], [`spool`] | formats: records, SURT, CDXJ, bodies |
 //!
 //! Pure parts take the clock as a parameter (politeness, robots, traps), so they are tested
 //! without waiting; the async loop in `crawl` only sleeps until the instant they name.
@@ -49,7 +49,6 @@ pub mod politeness;
 pub mod scope;
 
 // Layer 1: formats.
-pub mod arc;
 pub mod cdx;
 pub mod spool;
 pub mod warc;

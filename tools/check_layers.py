@@ -33,7 +33,6 @@ LAYERS = {
     "dedup": 2,
     "logs": 2,
     "warc": 1,
-    "arc": 1,
     "cdx": 1,
     "spool": 1,
 }

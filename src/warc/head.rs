@@ -5,7 +5,7 @@
 
 use std::io::{self, BufRead, Read};
 
-use crate::arc;
+use crate::warc::arc;
 
 /// A WARC or HTTP header line longer than this is damage, not data.
 pub(crate) const MAX_LINE: u64 = 64 * 1024;
@@ -194,7 +194,7 @@ pub(crate) fn read_head(r: &mut dyn BufRead) -> io::Result<HeadRead> {
     }))
 }
 
-/// An ARC record's head, as warcio turns it into WARC headers (see [`crate::arc`]); the
+/// An ARC record's head, as warcio turns it into WARC headers (see [`crate::warc::arc`]); the
 /// version block's two extra lines are read here too. `NotWarc` when `first` is no ARC line.
 pub(crate) fn read_arc_head(first: &str, r: &mut dyn BufRead) -> io::Result<HeadRead> {
     let Some(arc) = arc::parse_header_line(first) else {

@@ -16,8 +16,10 @@
 //! | `naming.rs` | file names: serials, the host part, the writable probe |
 //! | `recover.rs` | closing the `.open` files a crash left, through the reader |
 //! | `read.rs`, `member.rs`, `head.rs` | the one reader: member walker and visitor, record heads |
+//! | `arc.rs` | ARC header lines turned into WARC fields, as warcio reads them |
 //! | `io.rs` | stream wrappers and file-system helpers shared by the format layer |
 
+pub mod arc;
 mod check;
 pub mod head;
 pub(crate) mod io;

@@ -8,7 +8,7 @@
 //! record is `filedesc://NAME …`, whose block starts with two more lines (version and field
 //! list) that LENGTH counts. Like warcio, only the five fields of ARC v1 are read, split from
 //! the right, so a URL with spaces stays whole. This module only parses; the walker in
-//! `index.rs` reads the bytes.
+//! `warc/read.rs` reads the bytes.
 
 /// The five fields of an ARC header line.
 #[derive(Debug, Clone, PartialEq, Eq)]
