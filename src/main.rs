@@ -881,7 +881,8 @@ fn diff(
 /// `archiver optout`: exit 2 on a malformed list, 1 when applying failed (nothing changed in
 /// the file that failed), 0 otherwise.
 fn optout(command: OptoutCommand) -> ExitCode {
-    use archiver::optout::{self as o, OptOutList};
+    use archiver::optout as o;
+    use archiver::scope::optout::OptOutList;
     let lists = match &command {
         OptoutCommand::Apply { lists, .. } | OptoutCommand::Aclj { lists } => lists,
     };

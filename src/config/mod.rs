@@ -417,7 +417,7 @@ pub struct Profile {
     pub extra_roots: Vec<Vec<u8>>,
     /// Opt-out list files, and what they say: nothing they match is requested.
     pub optout_lists: Vec<PathBuf>,
-    pub optout: crate::optout::OptOutList,
+    pub optout: crate::scope::optout::OptOutList,
     /// Host names mapped to addresses by the profile, like curl's `--resolve`.
     pub resolve: std::collections::HashMap<String, std::net::IpAddr>,
     pub max_body_bytes: u64,
@@ -919,7 +919,7 @@ impl Checker<'_> {
         let optout_lists: Vec<PathBuf> = raw.optout.lists.iter().map(|l| base.join(l)).collect();
         let optout = keep(
             &mut errors,
-            crate::optout::OptOutList::load(&optout_lists)
+            crate::scope::optout::OptOutList::load(&optout_lists)
                 .map_err(|e| self.error("optout.lists", e.to_string())),
         );
         if let Some(e) = ProfileError::from_many(errors) {

@@ -10,7 +10,7 @@ use url::Url;
 use crate::extract::{Hop, Outlink};
 use crate::frontier::Candidate;
 use crate::logs::crawllog::status;
-use crate::optout::OptOutList;
+use crate::scope::optout::OptOutList;
 use crate::scope::rules::ScopeRules;
 use crate::scope::traps::UrlTrapRules;
 use crate::scope::Scope;

@@ -5,6 +5,7 @@
 //! `embeds_off_site`, an embedded resource of a page on a seed origin is in scope wherever it
 //! lives (Heritrix's transclusion rule, one hop only).
 
+pub mod optout;
 pub mod rules;
 pub mod session;
 pub mod traps;

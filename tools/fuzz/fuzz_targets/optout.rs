@@ -11,7 +11,7 @@ fuzz_target!(|data: &[u8]| {
     if written.is_err() {
         return;
     }
-    match archiver::optout::OptOutList::load(&[path]) {
+    match archiver::scope::optout::OptOutList::load(&[path]) {
         Ok(list) => {
             for u in ["http://example.com/", "https://www.example.org:8080/a/b?c", "http://[::1]/"] {
                 let _ = list.matches_str(u);
