@@ -12,13 +12,13 @@
 //!      └────────────── scope (rules, traps, opt-out) ◄──── outlinks ─────┘
 //! ```
 //!
-//! `crawl` drives the road; `commands` and the offline tools (`index`, `diff`, `optout`, …) read
-//! what a crawl wrote. Modules sit in layers and import only downwards, never round a circle
+//! `crawl` drives the road; `commands` holds the offline tools (`index`, `diff`, `optout`, …)
+//! that read what a crawl wrote. Modules sit in layers and import only downwards, never round a circle
 //! (`tools/check_layers.py` checks it on every test run):
 //!
 //! | layer | modules | job |
 //! | --- | --- | --- |
-//! | 4 | [`crawl`], [`commands`], [`index`], [`diff`], [`optout`], [`verify`], [`wacz`] | the engine; the offline tools |
+//! | 4 | [`crawl`], [`commands`] (`index`, `diff`, `optout`, `verify`, `wacz`, `about`, `status`) | the engine; the offline tools |
 //! | 3 | [`config`] | the TOML profile → each module's own settings type (the one translator) |
 //! | 2 | [`frontier`], [`browser`], [`politeness`], [`scope`], [`net`], [`extract`], [`dedup`], [`logs`] | domain logic, each owning its settings |
 //! | 1 | [`warc`] (with its ARC reader), [`cdx`], [`spool`] | formats: records, SURT, CDXJ, bodies |
@@ -29,11 +29,6 @@
 // Layer 4: the crawl engine and the offline tools.
 pub mod commands;
 pub mod crawl;
-pub mod diff;
-pub mod index;
-pub mod optout;
-pub mod verify;
-pub mod wacz;
 
 // Layer 3: the profile, translated into each module's settings.
 pub mod config;

@@ -400,7 +400,7 @@ fn main() -> ExitCode {
                 main_page,
             }),
             _,
-        ) => wacz(archiver::wacz::WaczOptions {
+        ) => wacz(archiver::commands::wacz::WaczOptions {
             crawl_dir: crawl,
             output,
             title,
@@ -726,7 +726,7 @@ fn shell_word(s: &str) -> String {
 /// `archiver index`: exit 0 when every file was read whole, 1 when some were damaged or
 /// unreadable (the lines of what could be read are written all the same).
 fn index(inputs: &[PathBuf], output: Option<&std::path::Path>) -> ExitCode {
-    let found = match archiver::index::find_archives(inputs) {
+    let found = match archiver::commands::index::find_archives(inputs) {
         Ok(found) => found,
         Err(e) => {
             eprintln!("archiver: index: {e}");
@@ -741,11 +741,11 @@ fn index(inputs: &[PathBuf], output: Option<&std::path::Path>) -> ExitCode {
     }
     let warcs = &found.files[..];
     let result = match output {
-        Some(path) => write_atomically(path, |out| archiver::index::index_to(warcs, out)),
+        Some(path) => write_atomically(path, |out| archiver::commands::index::index_to(warcs, out)),
         None => {
             let stdout = std::io::stdout();
             let mut out = std::io::BufWriter::new(stdout.lock());
-            archiver::index::index_to(warcs, &mut out)
+            archiver::commands::index::index_to(warcs, &mut out)
                 .and_then(|r| std::io::Write::flush(&mut out).map(|_| r))
         }
     };
@@ -824,7 +824,7 @@ fn diff(
     pywb: Option<&str>,
     url: Option<&str>,
 ) -> ExitCode {
-    use archiver::diff::{self as d, Crawl, Format};
+    use archiver::commands::diff::{self as d, Crawl, Format};
     let crawls = Crawl::locate(old).and_then(|o| Crawl::locate(new).map(|n| (o, n)));
     let (old, new) = match crawls {
         Ok(pair) => pair,
@@ -881,7 +881,7 @@ fn diff(
 /// `archiver optout`: exit 2 on a malformed list, 1 when applying failed (nothing changed in
 /// the file that failed), 0 otherwise.
 fn optout(command: OptoutCommand) -> ExitCode {
-    use archiver::optout as o;
+    use archiver::commands::optout as o;
     use archiver::scope::optout::OptOutList;
     let lists = match &command {
         OptoutCommand::Apply { lists, .. } | OptoutCommand::Aclj { lists } => lists,
@@ -936,8 +936,8 @@ fn optout(command: OptoutCommand) -> ExitCode {
 /// `archiver verify`: one line per problem, notes, a summary; exit 0 clean, 1 problems, 2 when
 /// an input cannot be read.
 fn verify(inputs: &[PathBuf], indexes: &[PathBuf]) -> ExitCode {
-    use archiver::verify::{self as v, KnownCaptures};
-    let found = match archiver::index::find_archives(inputs) {
+    use archiver::commands::verify::{self as v, KnownCaptures};
+    let found = match archiver::commands::index::find_archives(inputs) {
         Ok(found) => found,
         Err(e) => {
             eprintln!("archiver: verify: {e}");
@@ -982,9 +982,9 @@ fn verify(inputs: &[PathBuf], indexes: &[PathBuf]) -> ExitCode {
 
 /// `archiver wacz`: exit 0 with the file written, 2 when the crawl folder holds no WARC, 1 for
 /// anything else (the file is then not written).
-fn wacz(opts: archiver::wacz::WaczOptions) -> ExitCode {
-    use archiver::wacz::WaczError;
-    match archiver::wacz::write(&opts) {
+fn wacz(opts: archiver::commands::wacz::WaczOptions) -> ExitCode {
+    use archiver::commands::wacz::WaczError;
+    match archiver::commands::wacz::write(&opts) {
         Ok(r) => {
             for open in &r.skipped_open {
                 eprintln!(

@@ -421,7 +421,7 @@ fn random_warc(rng: &mut Rng, n: usize, size: fn(&mut Rng) -> usize) -> Vec<u8> 
     out
 }
 
-/// The index reader's read buffer (`INPUT_BUF` in src/index.rs).
+/// The index reader's read buffer (`INPUT_BUF` in src/commands/index.rs).
 const READ_BUFFER: usize = 256 * 1024;
 
 /// A head for a small `resource` record `i` with a block of `len` bytes.

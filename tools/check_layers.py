@@ -18,11 +18,6 @@ from pathlib import Path
 LAYERS = {
     "crawl": 4,
     "commands": 4,
-    "index": 4,
-    "diff": 4,
-    "optout": 4,
-    "verify": 4,
-    "wacz": 4,
     "config": 3,
     "frontier": 2,
     "politeness": 2,

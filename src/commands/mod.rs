@@ -1,5 +1,11 @@
-//! Layer 4: what the commands besides `crawl` run. The offline tools (`index`, `diff`, `optout`)
-//! move here once issue 10's work on them has landed.
+//! Layer 4: what the commands besides `crawl` run: the offline tools that read what a crawl
+//! wrote (`index`, `diff`, `optout`, `verify`, `wacz`) and the reports on a crawl (`about`,
+//! `status`).
 
 pub mod about;
+pub mod diff;
+pub mod index;
+pub mod optout;
 pub mod status;
+pub mod verify;
+pub mod wacz;

@@ -413,13 +413,13 @@ impl Crawler {
             })
             .collect();
         let output = p.output_dir.join(format!("{name}.wacz"));
-        let opts = crate::wacz::WaczOptions {
+        let opts = crate::commands::wacz::WaczOptions {
             crawl_dir: p.output_dir.clone(),
             output: output.clone(),
             title: Some(p.name.clone()),
             main_page: p.seeds.first().map(|s| s.to_string()),
         };
-        match crate::wacz::write(&opts) {
+        match crate::commands::wacz::write(&opts) {
             Ok(r) => {
                 self.runlog.line(&format!(
                     "wacz: {} ({} WARC files, {} pages, {} bytes)",

@@ -17,10 +17,10 @@ fuzz_target!(|data: &[u8]| {
     }
     let mut index = archiver::dedup::DigestIndex::new();
     let _ = index.load_cdxj(&[&path]);
-    if let Ok(crawl) = archiver::diff::Crawl::locate(&path) {
+    if let Ok(crawl) = archiver::commands::diff::Crawl::locate(&path) {
         let mut out = Vec::new();
-        for format in [archiver::diff::Format::Json, archiver::diff::Format::Text] {
-            let _ = archiver::diff::diff(&crawl, &crawl, format, None, true, &mut out);
+        for format in [archiver::commands::diff::Format::Json, archiver::commands::diff::Format::Text] {
+            let _ = archiver::commands::diff::diff(&crawl, &crawl, format, None, true, &mut out);
         }
     }
 });

@@ -28,9 +28,9 @@ fuzz_target!(|data: &[u8]| {
     if out.write_all(&file).and_then(|_| out.flush()).is_err() {
         return;
     }
-    let _ = archiver::index::cdxj_for_file(&path, name);
+    let _ = archiver::commands::index::cdxj_for_file(&path, name);
     let mut sink = Vec::new();
-    let _ = archiver::index::index_to(std::slice::from_ref(&path), &mut sink);
+    let _ = archiver::commands::index::index_to(std::slice::from_ref(&path), &mut sink);
     let _ = std::fs::remove_file(&path);
 });
 

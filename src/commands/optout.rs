@@ -8,7 +8,7 @@ use std::fs::{self, File};
 use std::io::{self, BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use crate::index::{self, IndexError, InputError, Problem, Span, Visitor, WarcHead};
+use crate::commands::index::{self, IndexError, InputError, Problem, Span, Visitor, WarcHead};
 use crate::scope::optout::{OptOutEntry, OptOutList};
 use crate::warc::sync_dir;
 

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::cdx::canon;
-use crate::index::{self, IndexError};
+use crate::commands::index::{self, IndexError};
 
 mod pages;
 

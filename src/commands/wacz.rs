@@ -24,7 +24,7 @@ use sha2::{Digest, Sha256};
 use zip::write::SimpleFileOptions;
 use zip::{CompressionMethod, ZipWriter};
 
-use crate::index::{self, InputError};
+use crate::commands::index::{self, InputError};
 
 /// Largest record block read to find a page's title.
 const MAX_TITLE_BLOCK: u64 = 4 * 1024 * 1024;
@@ -439,7 +439,7 @@ fn page_title(warc: &Path, offset: u64) -> Option<String> {
     };
     let mut body = block[head_end..].to_vec();
     if header("transfer-encoding").is_some_and(|v| v.to_ascii_lowercase().contains("chunked")) {
-        body = crate::verify::dechunk(&body);
+        body = crate::commands::verify::dechunk(&body);
     }
     let decoded =
         crate::extract::decode_body(header("content-encoding").as_deref(), &body[..], TITLE_SCAN);

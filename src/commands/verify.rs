@@ -12,7 +12,7 @@
 //! `--index`). Per file: one gzip member per record (a file gzipped as one stream is said so,
 //! and its records are still checked), gzip CRCs, truncation.
 //!
-//! Reading goes through the one member walker of [`crate::index`] (inflating everything, CRCs
+//! Reading goes through the one member walker of [`crate::commands::index`] (inflating everything, CRCs
 //! checked); files are spread over the CPU cores.
 
 use std::collections::{HashMap, HashSet};
@@ -25,7 +25,7 @@ use std::sync::Mutex;
 use sha1::{Digest, Sha1};
 use sha2::Sha256;
 
-use crate::index::{self, IndexError, Problem, Span, Visitor, WarcHead};
+use crate::commands::index::{self, IndexError, Problem, Span, Visitor, WarcHead};
 
 /// The HTTP head read off a block to find where the payload starts, at most.
 const MAX_HTTP_HEAD: usize = 1024 * 1024;
