@@ -26,6 +26,24 @@ use uuid::Uuid;
 /// with a known payload is the same resource archived again: the case revisits exist for.
 pub const DEDUP_STATUS: u16 = 200;
 
+/// The `[dedup]` table: which earlier crawls count as archived, and how much is kept in memory.
+#[derive(Debug, Clone)]
+pub struct DedupSettings {
+    /// Earlier crawls' CDXJ files or folders: payloads archived there become revisits here.
+    pub previous: Vec<PathBuf>,
+    /// Most payload digests kept in memory for revisits (about 200 bytes each).
+    pub max_digests: usize,
+}
+
+impl Default for DedupSettings {
+    fn default() -> Self {
+        DedupSettings {
+            previous: Vec::new(),
+            max_digests: 1_000_000,
+        }
+    }
+}
+
 /// Raw SHA-1 bytes.
 type Sha1Key = [u8; 20];
 

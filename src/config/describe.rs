@@ -54,12 +54,12 @@ impl Profile {
             },
             p.refusals.threshold,
             p.refusals.away.as_secs_f64() / 3600.0,
-            p.dns_cache.as_secs_f64(),
+            self.dns.cache.as_secs_f64(),
             self.obey_robots,
             self.unrestricted_reason,
             self.robots_token,
-            self.max_body_bytes,
-            self.timeout.as_secs_f64(),
+            self.fetch.max_body_bytes,
+            self.fetch.timeout.as_secs_f64(),
             self.max_outlinks,
             self.guard
                 .allowed()
@@ -83,7 +83,8 @@ impl Profile {
 
     fn describe_dedup(&self) -> String {
         let paths: Vec<String> = self
-            .dedup_previous
+            .dedup
+            .previous
             .iter()
             .map(|p| format!("{:?}", p.display().to_string()))
             .collect();
@@ -96,10 +97,10 @@ impl Profile {
             "\n[dedup]\nprevious = [{}]\nmax_digests = {}\n\n[optout]\nlists = [{}]\n# {} opt-out entries\n\n\
              [tls]\n# {} extra root certificates\n",
             paths.join(", "),
-            self.dedup_max_digests,
+            self.dedup.max_digests,
             lists.join(", "),
             self.optout.entries().len(),
-            self.extra_roots.len()
+            self.fetch.extra_roots.len()
         )
     }
 
@@ -158,10 +159,10 @@ impl Profile {
     }
 
     fn describe_resolve(&self) -> String {
-        if self.resolve.is_empty() {
+        if self.dns.overrides.is_empty() {
             return String::new();
         }
-        let mut names: Vec<_> = self.resolve.iter().collect();
+        let mut names: Vec<_> = self.dns.overrides.iter().collect();
         names.sort();
         let lines: Vec<String> = names
             .iter()

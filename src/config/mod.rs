@@ -9,7 +9,6 @@
 
 use std::net::{IpAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use url::Url;
 
@@ -59,20 +58,16 @@ pub struct Profile {
     /// The product token matched against robots.txt groups for Crawl-delay (the configured
     /// token, even in an unrestricted run whose user agent says `-unrestricted`).
     pub robots_token: String,
-    /// Earlier crawls' CDXJ files or folders: payloads archived there become revisits here.
-    pub dedup_previous: Vec<PathBuf>,
-    /// Most payload digests kept in memory for revisits (about 200 bytes each).
-    pub dedup_max_digests: usize,
-    /// Extra trusted root certificates (DER), besides the Mozilla roots: for local mirrors and
-    /// tests served with a private certificate authority.
-    pub extra_roots: Vec<Vec<u8>>,
+    /// The `[dedup]` table: earlier crawls whose payloads become revisits here.
+    pub dedup: crate::dedup::DedupSettings,
+    /// What every request carries: the user agent, `[limits]` timeout and max_body_bytes, and
+    /// the `[tls]` extra roots (for local mirrors and tests with a private authority).
+    pub fetch: crate::net::fetch::FetchSettings,
     /// Opt-out list files, and what they say: nothing they match is requested.
     pub optout_lists: Vec<PathBuf>,
     pub optout: crate::scope::optout::OptOutList,
-    /// Host names mapped to addresses by the profile, like curl's `--resolve`.
-    pub resolve: std::collections::HashMap<String, std::net::IpAddr>,
-    pub max_body_bytes: u64,
-    pub timeout: Duration,
+    /// The `[resolve]` table and `[politeness] dns_cache_seconds`.
+    pub dns: crate::net::dns::DnsSettings,
     /// Most links taken from one page (Heritrix's default is 6,000 too).
     pub max_outlinks: usize,
     /// Which server addresses may be connected to (`[limits] allow_addresses`, loopback seeds).

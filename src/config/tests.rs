@@ -1,4 +1,5 @@
 use super::*;
+use std::time::Duration;
 
 const GOOD: &str = r#"
 [crawl]
@@ -98,7 +99,7 @@ fn resolve_table_maps_names_and_counts_as_loopback() {
         + "[resolve]\n\"site-a.test\" = \"127.0.0.5\"\n";
     let p = parse(&src).unwrap();
     assert_eq!(
-        p.resolve["site-a.test"],
+        p.dns.overrides["site-a.test"],
         "127.0.0.5".parse::<IpAddr>().unwrap()
     );
     let bad = src.replace("127.0.0.5", "not-an-ip");

@@ -31,6 +31,13 @@ impl Checker<'_> {
         // must not be asked of DNS for names the table meant to map): that check waits.
         let loopback_seeds = if resolve.is_some() { &seeds[..] } else { &[] };
         let resolve = resolve.unwrap_or_default();
+        let dns_cache = keep(
+            &mut errors,
+            self.seconds(
+                "politeness.dns_cache_seconds",
+                raw.politeness.dns_cache_seconds,
+            ),
+        );
         let politeness = keep(
             &mut errors,
             self.politeness(&raw.politeness, loopback_seeds, &resolve),
@@ -103,7 +110,7 @@ impl Checker<'_> {
         let base = self.path.parent().unwrap_or(Path::new("."));
         let dedup_previous = keep(&mut errors, self.dedup_paths(base, &raw.dedup.previous));
         let dedup_max_digests = match raw.dedup.max_digests {
-            None => Some(1_000_000),
+            None => Some(crate::dedup::DedupSettings::default().max_digests),
             Some(n) => keep(
                 &mut errors,
                 usize::try_from(n)
@@ -139,6 +146,7 @@ impl Checker<'_> {
             Some(optout),
             Some(frontier),
             Some(browser),
+            Some(dns_cache),
         ) = (
             identity,
             politeness,
@@ -156,6 +164,7 @@ impl Checker<'_> {
             optout,
             frontier,
             browser,
+            dns_cache,
         )
         else {
             return Err(self.error("-", "the profile could not be checked"));
@@ -164,6 +173,12 @@ impl Checker<'_> {
             (user_agent, robots_token.clone())
         } else {
             unrestricted_identity(&user_agent, &robots_token)
+        };
+        let fetch = crate::net::fetch::FetchSettings {
+            user_agent: user_agent.clone(),
+            timeout,
+            max_body_bytes,
+            extra_roots,
         };
         Ok(Profile {
             path: self.path.to_path_buf(),
@@ -187,14 +202,17 @@ impl Checker<'_> {
                 reason
             },
             robots_token,
-            dedup_previous,
-            dedup_max_digests,
+            dedup: crate::dedup::DedupSettings {
+                previous: dedup_previous,
+                max_digests: dedup_max_digests,
+            },
             optout_lists,
             optout,
-            extra_roots,
-            resolve,
-            max_body_bytes,
-            timeout,
+            fetch,
+            dns: crate::net::dns::DnsSettings {
+                overrides: resolve,
+                cache: dns_cache,
+            },
             max_outlinks,
             guard,
             output_dir: base.join(&out.dir),
@@ -369,7 +387,6 @@ impl Checker<'_> {
         let min_delay = keep(self.seconds("politeness.min_delay", raw.min_delay));
         let max_delay = keep(self.seconds("politeness.max_delay", raw.max_delay));
         let max_crawl_delay = keep(self.seconds("politeness.max_crawl_delay", raw.max_crawl_delay));
-        let dns_cache = keep(self.seconds("politeness.dns_cache_seconds", raw.dns_cache_seconds));
         if !(raw.delay_factor.is_finite() && raw.delay_factor >= 0.0 && raw.delay_factor <= 1000.0)
         {
             errors.push(self.error("politeness.delay_factor", "must be a number from 0 to 1000"));
@@ -439,7 +456,6 @@ impl Checker<'_> {
                 threshold,
                 away: Duration::from_secs_f64(raw.suspend_hours * 3600.0),
             },
-            dns_cache,
         })
     }
 

@@ -27,7 +27,7 @@ use crate::logs::crawllog::CrawlLog;
 use crate::logs::report::{Progress, Stats};
 use crate::logs::runlog::{RefusalLog, RunBook, RunLog, SiteBook};
 use crate::net::dns::Resolver;
-use crate::net::fetch::{FetchSettings, Fetcher};
+use crate::net::fetch::Fetcher;
 use crate::scope::rules::ScopeRules;
 use crate::scope::traps::{ContentTraps, UrlTrapRules};
 use crate::scope::Scope;
@@ -101,12 +101,7 @@ impl Crawler {
                 log_path.display()
             ));
         }
-        let fetcher = Fetcher::new(FetchSettings {
-            user_agent: profile.user_agent.clone(),
-            timeout: profile.timeout,
-            max_body_bytes: profile.max_body_bytes,
-            extra_roots: profile.extra_roots.clone(),
-        });
+        let fetcher = Fetcher::new(profile.fetch.clone());
         runlog.line(&format!(
             "start crawl {:?} with profile {} as {:?}",
             profile.name,
@@ -134,7 +129,7 @@ impl Crawler {
             ));
             archived.extend(r.captured_uris().map(str::to_string));
         }
-        let resolver = Resolver::new(profile.resolve.clone(), profile.politeness.dns_cache);
+        let resolver = Resolver::new(profile.dns.clone());
         let limits = Limits {
             max_pages_per_site: profile.scope.max_pages_per_site,
             dns_ttl: resolver.ttl(),
@@ -163,7 +158,7 @@ impl Crawler {
             resolver,
             fetcher,
             sched: Ordered::new(Sched::new(frontier, book, content_traps, limits)),
-            archive: Ordered::new(Archive::new(warc, digests, profile.dedup_max_digests)),
+            archive: Ordered::new(Archive::new(warc, digests, profile.dedup.max_digests)),
             journal: Ordered::new(Journal::new(log, stats, refusals, runs)),
             wake: Notify::new(),
             runlog,
@@ -478,7 +473,7 @@ fn worker_name() -> String {
 fn load_digests(p: &Profile) -> anyhow::Result<crate::dedup::DigestIndex> {
     let mut index = crate::dedup::DigestIndex::new();
     let own = p.output_dir.join("indexes");
-    let mut paths = p.dedup_previous.clone();
+    let mut paths = p.dedup.previous.clone();
     if own.is_dir() {
         paths.push(own);
     }

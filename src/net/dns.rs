@@ -10,6 +10,24 @@ use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+/// How names are resolved: the profile's `[resolve]` table and `dns_cache_seconds`.
+#[derive(Debug, Clone)]
+pub struct DnsSettings {
+    /// Host names mapped to addresses, like curl's `--resolve`; never looked up.
+    pub overrides: HashMap<String, IpAddr>,
+    /// How long an answer is reused (the system resolver gives no TTL).
+    pub cache: Duration,
+}
+
+impl Default for DnsSettings {
+    fn default() -> Self {
+        DnsSettings {
+            overrides: HashMap::new(),
+            cache: Duration::from_secs(600),
+        }
+    }
+}
+
 /// Resolves host names, honouring the profile's `[resolve]` table first.
 pub struct Resolver {
     overrides: HashMap<String, IpAddr>,
@@ -18,11 +36,11 @@ pub struct Resolver {
 }
 
 impl Resolver {
-    pub fn new(overrides: HashMap<String, IpAddr>, ttl: Duration) -> Resolver {
+    pub fn new(settings: DnsSettings) -> Resolver {
         Resolver {
-            overrides,
+            overrides: settings.overrides,
             cache: Mutex::new(HashMap::new()),
-            ttl,
+            ttl: settings.cache,
         }
     }
 
@@ -81,7 +99,10 @@ mod tests {
     async fn literals_overrides_and_names() {
         let mut o = HashMap::new();
         o.insert("site-a.test".to_string(), "127.0.0.5".parse().unwrap());
-        let r = Resolver::new(o, Duration::from_secs(60));
+        let r = Resolver::new(DnsSettings {
+            overrides: o,
+            cache: Duration::from_secs(60),
+        });
         assert_eq!(
             r.resolve("127.0.0.9").await.unwrap().to_string(),
             "127.0.0.9"

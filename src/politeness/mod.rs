@@ -25,8 +25,6 @@ pub struct PolitenessSettings {
     /// One politeness budget per server IP address (default) or per host name.
     pub budget: BudgetKind,
     pub refusals: RefusalSettings,
-    /// How long a name resolution is reused.
-    pub dns_cache: Duration,
 }
 
 /// What shares one politeness budget.
@@ -46,7 +44,6 @@ impl Default for PolitenessSettings {
             max_retries: 3,
             budget: BudgetKind::Ip,
             refusals: RefusalSettings::default(),
-            dns_cache: Duration::from_secs(600),
         }
     }
 }
