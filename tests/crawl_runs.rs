@@ -5,12 +5,13 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use common::profile::Loopback;
 use common::site::{html, response, Request, TestSite};
-use common::tools::{free_port, run_archiver};
+use common::tools::{free_port, run_archiver, send_signal, start_crawl, wait_until};
 
 /// `/` links to `n` pages of distinct prose (so no repeated-content trap fires).
 fn site(n: usize, delay: Duration) -> TestSite {
@@ -51,28 +52,12 @@ fn prose(seed: &str) -> String {
 }
 
 fn write_profile(dir: &Path, seeds: &[String], min_delay: f64) -> String {
-    let seeds: Vec<String> = seeds.iter().map(|s| format!("{s:?}")).collect();
-    let text = format!(
-        r#"[crawl]
-name = "runs"
-seeds = [{}]
-
-[identity]
-user_agent = "archiver/0.1 (+https://example.org/archiver-tests)"
-
-[politeness]
-min_delay = {min_delay}
-delay_factor = 0.0
-max_retries = 0
-
-[output]
-dir = "out"
-"#,
-        seeds.join(", ")
-    );
-    let p = dir.join("profile.toml");
-    std::fs::write(&p, text).expect("profile");
-    p.to_string_lossy().to_string()
+    let politeness = format!("min_delay = {min_delay}\ndelay_factor = 0.0\nmax_retries = 0");
+    Loopback {
+        politeness: &politeness,
+        ..Loopback::new("runs", seeds.to_vec())
+    }
+    .write(dir, "profile.toml")
 }
 
 fn report(dir: &Path) -> serde_json::Value {
@@ -133,24 +118,10 @@ fn an_interrupted_then_resumed_crawl_reports_every_url_of_the_site() {
     let s = site(pages, Duration::from_millis(30));
     let dir = tempfile::tempdir().expect("tempdir");
     let p = write_profile(dir.path(), &[format!("{}/", s.origin())], 0.05);
-    let child = Command::new(env!("CARGO_BIN_EXE_archiver"))
-        .args(["crawl", "--profile", &p])
-        .current_dir(dir.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start");
-    // Let a few pages be fetched, then Ctrl-C (SIGINT).
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while s.exchanges().len() < 8 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let sent = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .expect("kill");
-    assert!(sent.success());
+    let child = start_crawl(dir.path(), &p, Stdio::piped());
+    // Let a few pages be fetched (or 30 s pass), then Ctrl-C (SIGINT).
+    wait_until(Duration::from_secs(30), || s.exchanges().len() >= 8);
+    send_signal(&child, "INT");
     let stopped = child.wait_with_output().expect("wait");
     let stderr = String::from_utf8_lossy(&stopped.stderr);
     assert_eq!(stopped.status.code(), Some(130), "{stderr}");

@@ -2,14 +2,14 @@
 //! and as CDXJ files, in text, JSON and HTML (whose links pywb replays), and one page's text
 //! diff read from the WARCs.
 
-mod support5;
+mod common;
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use chrono::{TimeZone, Utc};
+use common::commands::*;
 use serde_json::Value;
-use support5::*;
 
 const OLD_TS: &str = "20261101000000";
 const NEW_TS: &str = "20261130000000";
@@ -237,9 +237,9 @@ fn html_report_links_replay_both_versions_in_pywb() {
             .unwrap()
             .replacen(&format!("/{OLD_TS}/"), &format!("/{OLD_TS}id_/"), 1)
             .replacen(&format!("/{NEW_TS}/"), &format!("/{NEW_TS}id_/"), 1);
-        let (status, body) = http_get(pywb.addr, &target);
-        assert_eq!(status, 200, "{target}");
-        assert!(String::from_utf8_lossy(&body).contains(text), "{target}");
+        let r = common::tools::http_get(pywb.addr, &target).expect("GET from pywb");
+        assert_eq!(r.status, 200, "{target}");
+        assert!(String::from_utf8_lossy(&r.body).contains(text), "{target}");
     }
     // Every link of the report replays (the revisit through its original in the old crawl).
     for link in &links {

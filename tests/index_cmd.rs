@@ -1,7 +1,7 @@
 //! `archiver index`: its CDXJ equals cdxj-indexer's for WARCs written by warcio, by wget and by
 //! our own writer; damaged and foreign files are reported, and the rest still indexed.
 
-mod support5;
+mod common;
 
 use std::collections::HashMap;
 use std::fs;
@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use chrono::{TimeZone, Utc};
-use support5::*;
+use common::commands::*;
 
 /// `archiver index FILES...` (stdout), asserted to succeed.
 fn index_ok(files: &[&Path]) -> String {

@@ -2,13 +2,13 @@
 //! records (and the records tied to them), keeps `warcio check` happy, and pywb stops
 //! replaying exactly the covered URLs; the `.aclj` it writes hides the same URLs in pywb.
 
-mod support5;
+mod common;
 
 use std::collections::{BTreeMap, HashSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use support5::*;
+use common::commands::*;
 
 /// The capture date of every record in the sample archive.
 const TS: &str = "20261130120000";

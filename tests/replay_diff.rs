@@ -8,29 +8,17 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use common::profile::Loopback;
 use common::site::{html, response, Request, TestSite};
 use common::tools::{http_get, run_archiver, Replay};
 
+/// `NAME.toml`, crawling into the folder `NAME`.
 fn profile(dir: &Path, name: &str, seed: &str) -> String {
-    let text = format!(
-        r#"[crawl]
-name = "{name}"
-seeds = ["{seed}"]
-
-[identity]
-user_agent = "archiver/0.1 (+https://example.org/archiver-tests)"
-
-[politeness]
-min_delay = 0.0
-delay_factor = 0.0
-
-[output]
-dir = "{name}"
-"#
-    );
-    let p = dir.join(format!("{name}.toml"));
-    std::fs::write(&p, text).expect("profile");
-    p.to_string_lossy().to_string()
+    Loopback {
+        dir: name,
+        ..Loopback::new(name, vec![seed.to_string()])
+    }
+    .write(dir, &format!("{name}.toml"))
 }
 
 /// Version 1, then 2: /a's text changes, / and /b only gain a link to the new page /c, /d

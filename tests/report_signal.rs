@@ -2,11 +2,13 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use common::profile::Loopback;
 use common::site::{html, Request, TestSite};
+use common::tools::{send_signal, start_crawl, wait_until};
 
 #[test]
 fn sigusr1_writes_the_report_while_the_crawl_runs() {
@@ -24,32 +26,12 @@ fn sigusr1_writes_the_report_while_the_crawl_runs() {
         }),
     );
     let dir = tempfile::tempdir().expect("tempdir");
-    let profile = format!(
-        r#"[crawl]
-name = "usr1"
-seeds = ["{}/"]
-
-[identity]
-user_agent = "archiver/0.1 (+https://example.org/archiver-tests)"
-
-[politeness]
-min_delay = 0.2
-delay_factor = 0.0
-
-[output]
-dir = "out"
-"#,
-        site.origin()
-    );
-    std::fs::write(dir.path().join("p.toml"), profile).expect("profile");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_archiver"))
-        .args(["crawl", "--profile", "p.toml"])
-        .current_dir(dir.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start");
+    Loopback {
+        politeness: "min_delay = 0.2\ndelay_factor = 0.0",
+        ..Loopback::new("usr1", vec![format!("{}/", site.origin())])
+    }
+    .write(dir.path(), "p.toml");
+    let mut child = start_crawl(dir.path(), "p.toml", Stdio::null());
     let report = dir.path().join("out/report.json");
     // Let it fetch a few pages (the 22 URLs take over 4 s at 0.2 s apart).
     std::thread::sleep(Duration::from_millis(1200));
@@ -57,15 +39,8 @@ dir = "out"
         !report.exists(),
         "no report is due yet (the periodic one comes after a minute)"
     );
-    let sent = Command::new("kill")
-        .args(["-USR1", &child.id().to_string()])
-        .status()
-        .expect("kill");
-    assert!(sent.success());
-    let deadline = Instant::now() + Duration::from_secs(3);
-    while !report.exists() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    send_signal(&child, "USR1");
+    wait_until(Duration::from_secs(3), || report.exists());
     let text = std::fs::read_to_string(&report).expect("report.json written on SIGUSR1");
     let json: serde_json::Value = serde_json::from_str(&text).expect("json");
     assert_eq!(json["finished"], false, "written while running");

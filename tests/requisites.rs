@@ -12,53 +12,27 @@ mod common;
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::output::{files_ending, lines, read_warc, CdxjLine, LogLine, WarcRecord};
-use common::site::{response, Exchange, Reply, Request, TestSite};
-use common::tools::{http_get, run_archiver, Replay};
+use common::output::{crawl_log, files_ending, lines, read_warc, CdxjLine, WarcRecord};
+use common::profile::Loopback;
+use common::site::{not_found, ok, Exchange, Request, TestSite};
+use common::tools::{http_get, run_archiver, send_signal, start_crawl, wait_until, Replay};
 
 const UA: &str = "archiver/0.1 (+https://example.org/archiver-requisites-test)";
 
-/// A loopback profile: no delay of our own unless `politeness` says so.
+/// A loopback profile, `p.toml`: no delay of our own unless `politeness` says so.
 fn write_profile(dir: &Path, seed: &str, politeness: &str, extra: &str) {
-    let text = format!(
-        r#"[crawl]
-name = "requisites"
-seeds = ["{seed}"]
-
-[identity]
-user_agent = "{UA}"
-
-[politeness]
-{politeness}
-
-[output]
-dir = "out"
-warc_max_bytes = 300000
-
-{extra}
-"#
-    );
-    std::fs::write(dir.join("p.toml"), text).expect("write profile");
-}
-
-fn body_reply(mime: &str, body: &[u8]) -> Reply {
-    response("200 OK", &[("Content-Type", mime)], body)
-}
-
-fn not_found() -> Reply {
-    response("404 Not Found", &[("Content-Type", "text/plain")], b"no")
-}
-
-fn crawl_log(out: &Path) -> Vec<LogLine> {
-    let text = std::fs::read_to_string(out.join("crawl.log")).expect("crawl.log");
-    lines(&text)
-        .iter()
-        .map(|l| LogLine::parse(l).unwrap_or_else(|e| panic!("{e}")))
-        .collect()
+    let output = format!("warc_max_bytes = 300000\n\n{extra}");
+    Loopback {
+        user_agent: UA,
+        politeness,
+        output: &output,
+        ..Loopback::new("requisites", vec![seed.to_string()])
+    }
+    .write(dir, "p.toml");
 }
 
 fn all_records(out: &Path) -> Vec<WarcRecord> {
@@ -159,22 +133,20 @@ fn styled_site() -> common::site::Handler {
     Arc::new(|req: &Request| {
         let path = req.target.split('?').next().unwrap_or("");
         match path {
-            "/" => body_reply("text/html; charset=utf-8", INDEX.as_bytes()),
-            "/page2.html" => body_reply(
+            "/" => ok("text/html; charset=utf-8", INDEX.as_bytes()),
+            "/page2.html" => ok(
                 "text/html",
                 b"<html><head><link rel=stylesheet href=css/site.css></head>\
                   <body><img src=/img/page2.png></body></html>",
             ),
-            "/css/site.css" => body_reply("text/css; charset=utf-8", SITE_CSS.as_bytes()),
-            "/css/print.css" => body_reply("text/css", b".p { background: url(/img/print.png) }"),
-            "/inline-import.css" => body_reply("text/css", b".q{background:url(img/q.png)}"),
-            p if p.starts_with("/fonts/") => {
-                body_reply("font/woff2", format!("font {p}").as_bytes())
-            }
+            "/css/site.css" => ok("text/css; charset=utf-8", SITE_CSS.as_bytes()),
+            "/css/print.css" => ok("text/css", b".p { background: url(/img/print.png) }"),
+            "/inline-import.css" => ok("text/css", b".q{background:url(img/q.png)}"),
+            p if p.starts_with("/fonts/") => ok("font/woff2", format!("font {p}").as_bytes()),
             p if p.starts_with("/img/") || p == "/favicon.ico" => {
-                body_reply("image/png", format!("image {p}").as_bytes())
+                ok("image/png", format!("image {p}").as_bytes())
             }
-            "/subs.vtt" => body_reply("text/vtt", b"WEBVTT\n"),
+            "/subs.vtt" => ok("text/vtt", b"WEBVTT\n"),
             _ => not_found(),
         }
     })
@@ -332,17 +304,17 @@ fn chain_site() -> common::site::Handler {
                  <h1>Page {n}</h1><img src=/img/p{n}-a.png><div style=\"background:url(/img/p{n}-b.png)\"></div>\
                  {next}</body></html>"
             );
-            return body_reply("text/html", body.as_bytes());
+            return ok("text/html", body.as_bytes());
         }
         if let Some(n) = path
             .strip_prefix("/css/p")
             .and_then(|p| p.strip_suffix(".css"))
         {
             let css = format!("@font-face{{font-family:P;src:url(../fonts/p{n}.woff2)}}");
-            return body_reply("text/css", css.as_bytes());
+            return ok("text/css", css.as_bytes());
         }
         if path.starts_with("/fonts/") || path.starts_with("/img/") {
-            return body_reply("application/octet-stream", path.as_bytes());
+            return ok("application/octet-stream", path.as_bytes());
         }
         not_found()
     })
@@ -360,33 +332,19 @@ fn an_interrupted_crawl_leaves_every_archived_page_complete() {
         "min_delay = 0.05\ndelay_factor = 0.0",
         "",
     );
-    let mut child = Command::new(env!("CARGO_BIN_EXE_archiver"))
-        .args(["crawl", "--profile", "p.toml"])
-        .current_dir(dir.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start the crawler");
+    let mut child = start_crawl(dir.path(), "p.toml", Stdio::null());
     // Stop it (as Ctrl-C does) once the server has answered 8 pages.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let pages = site
-            .exchanges()
+    let pages = || {
+        site.exchanges()
             .iter()
             .filter(|e| e.path().ends_with(".html"))
-            .count();
-        if pages >= 8 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the crawl did not get going");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let sent = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .expect("kill");
-    assert!(sent.success());
+            .count()
+    };
+    assert!(
+        wait_until(Duration::from_secs(60), || pages() >= 8),
+        "the crawl did not get going"
+    );
+    send_signal(&child, "INT");
     let status = child.wait().expect("wait");
     assert_eq!(status.code(), Some(130), "an interrupted crawl exits 130");
 

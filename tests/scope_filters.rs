@@ -7,53 +7,34 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use chrono::Datelike;
-use common::output::{files_ending, lines, read_warc, LogLine};
-use common::site::{response, Exchange, Reply, Request, TestSite};
-use common::tools::run_archiver;
+use common::output::{crawl_log, files_ending, read_warc, LogLine};
+use common::profile::Loopback;
+use common::site::{not_found, ok, response, Exchange, Reply, Request, TestSite};
+use common::tools::{run_archiver, send_signal, start_crawl, wait_until};
 
 const UA: &str = "archiver/0.1 (+https://example.org/archiver-scope-test)";
 
+/// `p.toml`; `extra` goes on after `[identity] user_agent` (more keys, other tables).
 fn write_profile(dir: &Path, seed: &str, politeness: &str, extra: &str) {
-    let text = format!(
-        r#"[crawl]
-name = "scope-filters"
-seeds = ["{seed}"]
-
-[identity]
-user_agent = "{UA}"
-{extra}
-
-[politeness]
-{politeness}
-max_retries = 2
-
-[output]
-dir = "out"
-"#
-    );
-    std::fs::write(dir.join("p.toml"), text).expect("write profile");
+    let politeness = format!("{politeness}\nmax_retries = 2");
+    Loopback {
+        user_agent: UA,
+        identity: extra,
+        politeness: &politeness,
+        ..Loopback::new("scope-filters", vec![seed.to_string()])
+    }
+    .write(dir, "p.toml");
 }
 
+/// A 200 text/html page with no other header.
 fn html(body: &str) -> Reply {
-    response("200 OK", &[("Content-Type", "text/html")], body.as_bytes())
-}
-
-fn not_found() -> Reply {
-    response("404 Not Found", &[("Content-Type", "text/plain")], b"no")
-}
-
-fn crawl_log(out: &Path) -> Vec<LogLine> {
-    let text = std::fs::read_to_string(out.join("crawl.log")).expect("crawl.log");
-    lines(&text)
-        .iter()
-        .map(|l| LogLine::parse(l).unwrap_or_else(|e| panic!("{e}")))
-        .collect()
+    ok("text/html", body)
 }
 
 fn warc_targets(out: &Path) -> Vec<(String, String)> {
@@ -397,30 +378,18 @@ fn retry_after_becomes_the_floor_also_after_a_resume() {
     write_profile(dir.path(), &seed, "min_delay = 0.1\ndelay_factor = 0.0", "");
 
     // First run: stopped a few requests after the 429.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_archiver"))
-        .args(["crawl", "--profile", "p.toml"])
-        .current_dir(dir.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start the crawler");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
+    let mut child = start_crawl(dir.path(), "p.toml", Stdio::null());
+    let three_after_429 = || {
         let seen = site.exchanges();
-        if let Some(i) = seen.iter().position(|e| e.status == 429) {
-            if seen.len() >= i + 4 {
-                break;
-            }
-        }
-        assert!(Instant::now() < deadline, "no 429 and 3 more requests");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let sent = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .expect("kill");
-    assert!(sent.success());
+        seen.iter()
+            .position(|e| e.status == 429)
+            .is_some_and(|i| seen.len() >= i + 4)
+    };
+    assert!(
+        wait_until(Duration::from_secs(60), three_after_429),
+        "no 429 and 3 more requests"
+    );
+    send_signal(&child, "INT");
     assert_eq!(child.wait().expect("wait").code(), Some(130));
     let first_run = site.exchanges().len();
     let book =

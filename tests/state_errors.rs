@@ -6,29 +6,13 @@ mod common;
 
 use std::path::Path;
 
+use common::profile::Loopback;
 use common::site::{html, TestSite};
 use common::tools::run_archiver;
 
+/// `NAME.toml`, crawling into `out`.
 fn write_profile(dir: &Path, name: &str, seed: &str) -> String {
-    let text = format!(
-        r#"[crawl]
-name = "{name}"
-seeds = ["{seed}"]
-
-[identity]
-user_agent = "archiver/0.1 (+https://example.org/archiver-tests)"
-
-[politeness]
-min_delay = 0.0
-delay_factor = 0.0
-
-[output]
-dir = "out"
-"#
-    );
-    let p = dir.join(format!("{name}.toml"));
-    std::fs::write(&p, text).expect("profile");
-    p.to_string_lossy().to_string()
+    Loopback::new(name, vec![seed.to_string()]).write(dir, &format!("{name}.toml"))
 }
 
 fn site() -> TestSite {

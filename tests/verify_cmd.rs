@@ -2,14 +2,14 @@
 //! complains), a tampered record is named, broken links, missing originals, duplicate ids, one
 //! gzip stream and unreadable files are reported with the exit codes the README gives.
 
-mod support5;
+mod common;
 
 use std::fs;
 use std::io::{Read, Write};
 use std::path::Path;
 
 use chrono::{TimeZone, Utc};
-use support5::*;
+use common::commands::*;
 
 /// Old crawl: a page and a chunked page. New crawl: a revisit of the old page.
 fn crawls(dir: &Path) -> (Crawl, Crawl) {

@@ -2,7 +2,7 @@
 //! archived page, and its files are what WACZ 1.1.1 says (checked here, since py-wacz's
 //! validator does not run with today's frictionless).
 
-mod support5;
+mod common;
 
 use std::fs;
 use std::io::Read;
@@ -10,8 +10,8 @@ use std::path::Path;
 use std::process::Command;
 
 use chrono::{TimeZone, Utc};
+use common::commands::*;
 use sha2::{Digest, Sha256};
-use support5::*;
 
 const PAGES: [(&str, &str); 3] = [
     ("http://site.test/", "Home &amp; garden"),

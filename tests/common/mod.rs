@@ -1,12 +1,16 @@
-//! Helpers shared by the integration tests: a hand-written HTTP/1.1 test site, its pages, and
-//! readers for the crawler's output and the real tools (warcio, cdxj-indexer, pywb).
+//! Helpers shared by the integration tests: a hand-written HTTP/1.1 test site, its pages, test
+//! profiles, readers for the crawler's output, the real tools (warcio, cdxj-indexer, pywb),
+//! and (in `commands`) what the offline-command tests need: small crawls written with the
+//! library's own WARC writer, a fixed-page server for wget, pywb on its own config.
 
 #![allow(dead_code)]
 
+pub mod commands;
 pub mod hostile;
 pub mod output;
 pub mod pages;
 pub mod pg_cluster;
+pub mod profile;
 pub mod site;
 pub mod tools;
 

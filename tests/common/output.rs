@@ -197,6 +197,15 @@ pub fn lines(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// The lines of `out/crawl.log`, each one checked by [`LogLine::parse`].
+pub fn crawl_log(out: &Path) -> Vec<LogLine> {
+    let text = std::fs::read_to_string(out.join("crawl.log")).expect("crawl.log");
+    lines(&text)
+        .iter()
+        .map(|l| LogLine::parse(l).unwrap_or_else(|e| panic!("{e}")))
+        .collect()
+}
+
 /// One crawl.log line (Heritrix's 13 fields).
 #[derive(Clone, Debug)]
 pub struct LogLine {

@@ -325,6 +325,16 @@ pub fn response(status: &str, headers: &[(&str, &str)], body: &[u8]) -> Reply {
     }
 }
 
+/// A 200 answer of type `content_type`, with no other header.
+pub fn ok(content_type: &str, body: impl AsRef<[u8]>) -> Reply {
+    response("200 OK", &[("Content-Type", content_type)], body.as_ref())
+}
+
+/// A plain-text 404.
+pub fn not_found() -> Reply {
+    response("404 Not Found", &[("Content-Type", "text/plain")], b"no")
+}
+
 /// A 200 text/html page.
 pub fn html(body: &[u8]) -> Reply {
     response(

@@ -22,7 +22,7 @@ pub fn venv() -> PathBuf {
     let dir = std::env::var_os("ARCHIVER_VENV")
         .map(PathBuf::from)
         .unwrap_or_else(|| repo_root().join(".venv"));
-    for tool in ["warcio", "cdxj-indexer", "wayback"] {
+    for tool in ["python", "warcio", "cdxj-indexer", "wayback"] {
         assert!(
             dir.join("bin").join(tool).exists(),
             "{} not found in the venv {}: run tools/test.sh (it creates the venv with the pinned \
@@ -100,6 +100,42 @@ pub fn run_archiver(args: &[&str], dir: &Path, label: &str) -> Finished {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_archiver"));
     cmd.args(args).current_dir(dir).env("RUST_BACKTRACE", "1");
     run_with_timeout(cmd, dir, label, Duration::from_secs(120))
+}
+
+/// Starts `archiver crawl --profile PROFILE` in `dir`, its stdout thrown away, its stderr
+/// going to `stderr`: for the tests that stop a crawl part way.
+pub fn start_crawl(dir: &Path, profile: &str, stderr: Stdio) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_archiver"))
+        .args(["crawl", "--profile", profile])
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .expect("start the crawler")
+}
+
+/// Asks `done` every 20 ms until it holds or `limit` has passed; whether it held.
+pub fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    loop {
+        if done() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Sends `signal` (`INT`, as Ctrl-C does, or `USR1`) to `child`, asserting it was delivered.
+pub fn send_signal(child: &Child, signal: &str) {
+    let sent = Command::new("kill")
+        .args([format!("-{signal}"), child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(sent.success(), "SIG{signal} not delivered");
 }
 
 /// A TCP port on 127.0.0.1 that was free a moment ago.

@@ -1,7 +1,6 @@
-//! Helpers for the `index`, `diff` and `optout` command tests: the archiver binary, the Python
-//! tools of the venv (warcio, cdxj-indexer, pywb), a loopback HTTP server for wget, and small
-//! crawls written with the library's own WARC writer.
-#![allow(dead_code)]
+//! Helpers for the offline-command tests (`index`, `diff`, `optout`, `verify`, `wacz`): the
+//! archiver binary, the Python tools of the venv (warcio, cdxj-indexer, pywb), a loopback HTTP
+//! server for wget, and small crawls written with the library's own WARC writer.
 
 use std::collections::HashMap;
 use std::fs::{self, File};
@@ -19,22 +18,9 @@ use archiver::spool::{sha1_of, Spool};
 use archiver::warc::{Exchange, Revisit, WarcSettings, WarcVersion, WarcWriter, Written};
 use chrono::{DateTime, Utc};
 
-/// The venv with warcio, cdxj-indexer and pywb: `$ARCHIVER_VENV`, else `<repo>/.venv`. A
-/// missing venv fails the test: the tools' verdict is what these tests are about.
-pub fn venv() -> PathBuf {
-    let dir = std::env::var_os("ARCHIVER_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv"));
-    for tool in ["python", "warcio", "cdxj-indexer", "wayback"] {
-        assert!(
-            dir.join("bin").join(tool).exists(),
-            "{tool} not found in the venv {}: run tools/test.sh (it creates the venv with the \
-             pinned warcio, cdxj-indexer and pywb), or set ARCHIVER_VENV",
-            dir.display()
-        );
-    }
-    dir
-}
+use super::tools::http_get;
+// The venv and a free port, as every other test finds them.
+pub use super::tools::{free_port, venv};
 
 /// Runs `cmd`, killing it after `secs` seconds (a hung tool fails the test, never hangs it).
 pub fn run(mut cmd: Command, secs: u64) -> Output {
@@ -134,14 +120,6 @@ pub fn warcio_check(file: &Path) -> String {
         "warcio",
         &["check", "-v", &file.display().to_string()],
     ))
-}
-
-/// A TCP port on 127.0.0.1 that was free a moment ago.
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
 }
 
 /// One resource of the test site.
@@ -257,60 +235,6 @@ fn serve(stream: TcpStream, pages: &HashMap<String, Page>) {
     let _ = stream.write_all(&page.body);
 }
 
-/// A plain GET to `addr` (Connection: close): status and body (no chunked support needed for
-/// pywb's `id_` replay, which sends Content-Length).
-pub fn http_get(addr: SocketAddr, target: &str) -> (u16, Vec<u8>) {
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(30)))
-        .expect("timeout");
-    write!(
-        s,
-        "GET {target} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .expect("send");
-    let mut raw = Vec::new();
-    let _ = s.read_to_end(&mut raw);
-    let end = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .unwrap_or(raw.len());
-    let head = String::from_utf8_lossy(&raw[..end]);
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let mut body = raw.get(end + 4..).unwrap_or_default().to_vec();
-    if head
-        .to_ascii_lowercase()
-        .contains("transfer-encoding: chunked")
-    {
-        body = dechunk(&body);
-    }
-    (status, body)
-}
-
-fn dechunk(mut data: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    while let Some(i) = data.windows(2).position(|w| w == b"\r\n") {
-        let size = usize::from_str_radix(
-            String::from_utf8_lossy(&data[..i])
-                .split(';')
-                .next()
-                .unwrap_or("0")
-                .trim(),
-            16,
-        )
-        .unwrap_or(0);
-        if size == 0 {
-            break;
-        }
-        out.extend_from_slice(&data[i + 2..i + 2 + size]);
-        data = &data[i + 2 + size + 2..];
-    }
-    out
-}
-
 /// pywb (`wayback`) on 127.0.0.1 with one collection `c`; stopped (its process group, by
 /// id) when dropped.
 pub struct Pywb {
@@ -373,7 +297,9 @@ impl Pywb {
 
     /// The archived payload of `url` captured at `ts` (`id_` mode: as archived).
     pub fn get(&self, ts: &str, url: &str) -> (u16, Vec<u8>) {
-        http_get(self.addr, &format!("/c/{ts}id_/{url}"))
+        let target = format!("/c/{ts}id_/{url}");
+        let r = http_get(self.addr, &target).unwrap_or_else(|e| panic!("GET {target}: {e}"));
+        (r.status, r.body)
     }
 }
 

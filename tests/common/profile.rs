@@ -1,0 +1,63 @@
+//! Crawl profiles for the loopback test sites, written with only the keys a test sets (every
+//! other key keeps the crawler's default), so a test's profile says what the test is about.
+
+use std::path::Path;
+
+/// The user agent of the tests whose crawls need no user agent of their own.
+pub const TESTS_UA: &str = "archiver/0.1 (+https://example.org/archiver-tests)";
+
+/// A profile's `[crawl]`, `[identity]`, `[politeness]` and `[output]` tables.
+pub struct Loopback<'a> {
+    pub name: &'a str,
+    pub seeds: Vec<String>,
+    pub user_agent: &'a str,
+    /// More lines after `user_agent`: keys of `[identity]`, then any other tables.
+    pub identity: &'a str,
+    /// The lines of `[politeness]`.
+    pub politeness: &'a str,
+    /// `[output] dir`, relative to the profile.
+    pub dir: &'a str,
+    /// More lines of `[output]`, then any other tables.
+    pub output: &'a str,
+}
+
+impl<'a> Loopback<'a> {
+    /// A crawl of `seeds` under `name` with no delay of our own, into `out`.
+    pub fn new(name: &'a str, seeds: Vec<String>) -> Loopback<'a> {
+        Loopback {
+            name,
+            seeds,
+            user_agent: TESTS_UA,
+            identity: "",
+            politeness: "min_delay = 0.0\ndelay_factor = 0.0",
+            dir: "out",
+            output: "",
+        }
+    }
+
+    /// The profile's text.
+    pub fn toml(&self) -> String {
+        let seeds: Vec<String> = self.seeds.iter().map(|s| format!("{s:?}")).collect();
+        format!(
+            "[crawl]\nname = {name:?}\nseeds = [{seeds}]\n\n\
+             [identity]\nuser_agent = {ua:?}\n{identity}\n\n\
+             [politeness]\n{politeness}\n\n\
+             [output]\ndir = {dir:?}\n{output}\n",
+            name = self.name,
+            seeds = seeds.join(", "),
+            ua = self.user_agent,
+            identity = self.identity,
+            politeness = self.politeness,
+            dir = self.dir,
+            output = self.output,
+        )
+    }
+
+    /// Writes the profile to `dir/file`; its path, for `--profile`.
+    pub fn write(&self, dir: &Path, file: &str) -> String {
+        let path = dir.join(file);
+        std::fs::write(&path, self.toml())
+            .unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+        path.to_string_lossy().to_string()
+    }
+}
