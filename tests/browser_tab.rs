@@ -6,7 +6,9 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use archiver::browser::{find_executable, Browser, BrowserAnswer, BrowserRequest, Fetcher};
+use archiver::browser::{
+    find_executable, Browser, BrowserAnswer, BrowserRequest, Fetcher, Refusal,
+};
 use url::Url;
 
 const SHELL: &str = r#"<!doctype html><html><head><title>Shop</title>
@@ -40,6 +42,8 @@ struct Stub {
     base: Url,
     pages: HashMap<&'static str, (&'static str, Vec<u8>)>,
     asked: Mutex<Vec<(String, String, bool)>>,
+    /// What the tab said it refused by itself.
+    refused: Mutex<Vec<(String, Refusal)>>,
 }
 
 impl Stub {
@@ -66,11 +70,16 @@ impl Stub {
             base: Url::parse("http://shop.test/").unwrap(),
             pages,
             asked: Mutex::default(),
+            refused: Mutex::default(),
         }
     }
 }
 
 impl Fetcher for Stub {
+    fn refused(&self, url: &str, what: Refusal) {
+        self.refused.lock().unwrap().push((url.to_string(), what));
+    }
+
     async fn fetch(&self, req: BrowserRequest) -> BrowserAnswer {
         self.asked.lock().unwrap().push((
             req.url.path().to_string(),
@@ -152,6 +161,18 @@ async fn a_single_page_app_renders_with_every_request_answered_by_the_fetcher() 
     assert!(
         out.refused >= 2,
         "POST and the private path refused: {out:?}"
+    );
+    // What the tab refused by itself it says, once each, for the crawl to log.
+    let mut said = stub.refused.lock().unwrap().clone();
+    said.sort_by_key(|(u, _)| u.clone());
+    assert_eq!(
+        said,
+        vec![
+            ("http://shop.test/api/track".to_string(), Refusal::Method),
+            ("http://shop.test/popup.html".to_string(), Refusal::Popup),
+            ("ws://127.0.0.1:9/socket".to_string(), Refusal::WebSocket),
+        ],
+        "{asked:?}"
     );
 }
 

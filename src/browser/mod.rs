@@ -22,7 +22,7 @@ use std::time::Duration;
 
 pub use process::{find_executable, Browser, LaunchError};
 pub use rule::{looks_empty, Emptiness};
-pub use tab::{BrowserAnswer, BrowserRequest, Fetcher, RenderError, Rendered};
+pub use tab::{BrowserAnswer, BrowserRequest, Fetcher, Refusal, RenderError, Rendered};
 
 /// When pages are rendered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

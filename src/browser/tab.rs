@@ -1,6 +1,7 @@
 //! Rendering one page in its own tab: every request the page makes is paused at the Request
 //! stage and answered by the crawler's [`Fetcher`]; the DOM is taken once the network is idle.
 
+use std::collections::HashSet;
 use std::future::Future;
 use std::pin::Pin;
 use std::time::{Duration, Instant};
@@ -43,6 +44,35 @@ pub enum BrowserAnswer {
 /// Who fetches for the browser: the crawl engine (or, in tests, pages held in memory).
 pub trait Fetcher: Sync {
     fn fetch(&self, req: BrowserRequest) -> impl Future<Output = BrowserAnswer> + Send;
+
+    /// Something the page tried that the tab refused by itself, never handed to
+    /// [`Fetcher::fetch`]: said once per render and URL, so the crawl can log it.
+    fn refused(&self, _url: &str, _what: Refusal) {}
+}
+
+/// What a page tried that no crawler may do for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Refusal {
+    /// `window.open`, a `target=_blank` link or form: a new window (closed at once).
+    Popup,
+    /// A WebSocket: never intercepted as a request, it fails at the dead proxy.
+    WebSocket,
+    /// A request other than GET (a POST, a beacon…).
+    Method,
+    /// A service or shared worker (closed before it runs).
+    Worker,
+}
+
+impl Refusal {
+    /// As crawl.log's annotation has it (`browser:…`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Refusal::Popup => "popup",
+            Refusal::WebSocket => "websocket",
+            Refusal::Method => "method",
+            Refusal::Worker => "service-worker",
+        }
+    }
 }
 
 /// What a render gives back.
@@ -119,6 +149,7 @@ impl Browser {
             sessions: vec![session.clone()],
             answered: 0,
             refused: 0,
+            said: HashSet::new(),
         };
         let out = run.drive(&session, rx, page, fetcher, timeout).await;
         for s in &run.sessions {
@@ -135,6 +166,8 @@ struct Run<'b> {
     sessions: Vec<String>,
     answered: usize,
     refused: usize,
+    /// What the tab refused by itself and has said so (each once per render).
+    said: HashSet<(Refusal, String)>,
 }
 
 impl Run<'_> {
@@ -161,6 +194,8 @@ impl Run<'_> {
             .call(s, "Network.setBypassServiceWorker", json!({"bypass": true}))
             .await;
         let _ = cdp.call(s, "Page.enable", json!({})).await;
+        // Only for `Network.webSocketCreated`: WebSockets are not seen by `Fetch`.
+        let _ = cdp.call(s, "Network.enable", json!({})).await;
         let _ = cdp
             .call(s, "Runtime.runIfWaitingForDebugger", json!({}))
             .await;
@@ -211,7 +246,11 @@ impl Run<'_> {
                         "Page.loadEventFired" if ev.session.as_deref() == Some(session) => {
                             loaded = true;
                         }
-                        "Target.attachedToTarget" => self.attached(&ev).await,
+                        "Target.attachedToTarget" => self.attached(&ev, fetcher).await,
+                        "Page.windowOpen" => self.said(fetcher, &ev.params["url"], Refusal::Popup),
+                        "Network.webSocketCreated" => {
+                            self.said(fetcher, &ev.params["url"], Refusal::WebSocket);
+                        }
                         "Page.javascriptDialogOpening" => {
                             self.browser.cdp.send(ev.session.as_deref(), "Page.handleJavaScriptDialog", json!({"accept": false}));
                         }
@@ -276,7 +315,14 @@ impl Run<'_> {
         let resource_type = ev.params["resourceType"].as_str().unwrap_or_default();
         let url = match url {
             Some(u) if method == "GET" && matches!(u.scheme(), "http" | "https") => u,
-            _ => {
+            Some(u) => {
+                if matches!(u.scheme(), "http" | "https") {
+                    self.said(fetcher, &req["url"], Refusal::Method);
+                }
+                self.fail(ev.session.as_deref(), &id);
+                return None;
+            }
+            None => {
                 self.fail(ev.session.as_deref(), &id);
                 return None;
             }
@@ -329,15 +375,26 @@ impl Run<'_> {
         );
     }
 
+    /// Tells the fetcher, once per render and URL, what the tab refused by itself.
+    fn said<F: Fetcher>(&mut self, fetcher: &F, url: &Value, what: Refusal) {
+        let Some(url) = url.as_str().filter(|u| !u.is_empty()) else {
+            return;
+        };
+        if self.said.insert((what, url.to_string())) {
+            fetcher.refused(url, what);
+        }
+    }
+
     /// A frame or worker the page started: intercepted like the page, except service workers,
     /// which are refused (closed before they run).
-    async fn attached(&mut self, ev: &Event) {
+    async fn attached<F: Fetcher>(&mut self, ev: &Event, fetcher: &F) {
         let Some(child) = ev.params["sessionId"].as_str() else {
             return;
         };
         let info = &ev.params["targetInfo"];
         let kind = info["type"].as_str().unwrap_or_default();
         if kind == "service_worker" || kind == "shared_worker" {
+            self.said(fetcher, &info["url"], Refusal::Worker);
             if let Some(t) = info["targetId"].as_str() {
                 self.browser
                     .cdp

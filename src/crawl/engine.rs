@@ -145,6 +145,11 @@ impl Crawler {
             profile.browser.clone(),
             profile.sites_at_once,
             profile.frontier.database.is_some(),
+            super::render::Earlier {
+                crawl_log: &log_path,
+                recovered: &archived,
+                warc_dir: &profile.output_dir.join("warcs"),
+            },
             &runlog,
         );
         let crawler = Crawler {

@@ -58,20 +58,13 @@ impl Crawler {
     /// What to do with a URL's body once its headers are in: a successful answer of a type
     /// `keep_mime` drops is not read at all (the connection is closed), HTML and CSS are kept
     /// in memory for their links, everything else streams to the record.
-    fn body_plan(
-        &self,
-        hop: Hop,
-        status: u16,
-        headers: &hyper::HeaderMap,
-        for_browser: bool,
-    ) -> BodyPlan {
+    fn body_plan(&self, hop: Hop, status: u16, headers: &hyper::HeaderMap) -> BodyPlan {
         let mime = headers.get("content-type").and_then(|v| v.to_str().ok());
         if (200..300).contains(&status) && !self.rules.mime_kept(mime, hop) {
             return BodyPlan::Skip;
         }
         BodyPlan::Read {
-            // The browser may be waiting for this body: it is handed over from memory.
-            keep: is_html(headers) || is_css(headers) || (for_browser && small(headers)),
+            keep: is_html(headers) || is_css(headers),
         }
     }
 
@@ -87,10 +80,7 @@ impl Crawler {
         let hop = crate::scope::rules::mime_hop(&candidate.path);
         // Seeds have no via; a discovered URL names the page it was found on.
         let referer = candidate.via.as_ref().filter(|_| self.profile.send_referer);
-        let for_browser = self.rendering.wants_body(&candidate);
-        let plan = |status: u16, headers: &hyper::HeaderMap| {
-            self.body_plan(hop, status, headers, for_browser)
-        };
+        let plan = |status: u16, headers: &hyper::HeaderMap| self.body_plan(hop, status, headers);
         let mut f = match self.fetch_on(origin, &candidate, referer, plan).await {
             Ok(f) => f,
             Err(e) => return self.fetch_failed(origin, candidate, &e, retries_left, thread),
@@ -108,9 +98,6 @@ impl Crawler {
         let decision = decide::decide(&f, &page, candidate.attempts, rules);
         self.note_refusal(origin, &f, decision.refusal.as_deref());
         let disposition = decision.disposition;
-        if !matches!(disposition, Disposition::Retry { .. }) {
-            self.rendering.keep_copy(&candidate, &f);
-        }
         let disposition = match disposition {
             Disposition::Archive { notes } if self.rendering.wants(&candidate, &f) => {
                 // Rendered by a task of its own: this job gives its budget back now, so the
@@ -353,14 +340,4 @@ pub(super) fn answer_of(status: u16) -> Answer {
     } else {
         Answer::Fine
     }
-}
-
-/// Whether a body is small enough to be held for the browser (unknown length: held up to the
-/// fetcher's own cap).
-fn small(headers: &hyper::HeaderMap) -> bool {
-    headers
-        .get("content-length")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<usize>().ok())
-        .is_none_or(|n| n <= super::render::MAX_COPY_BODY)
 }

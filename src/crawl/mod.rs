@@ -19,6 +19,8 @@
 //! | `page` | what a page offers: outlinks, directives, decoded start | `Page` |
 //! | `decide` | pure: what an answer means | `Disposition` |
 //! | `disposition` | dedup, WARC record, CDXJ line, crawl.log line | `Record` |
+//! | `render` | pages empty without JavaScript: rendered, each browser request taken through the road | `RenderJob` |
+//! | `readback` | the browser's answers read back from the crawl's own WARC records | `Copy` |
 //! | `candidates` | which outlinks are queued (the decide rules) | `Verdict` |
 //! | `journal` | crawl.log, statistics, refusals.log: the one place drops are logged | — |
 //! | `shared` | the scheduler's side of a shared (PostgreSQL) frontier: leases, polls | — |
@@ -33,6 +35,7 @@ mod journal;
 mod locks;
 mod page;
 mod prereq;
+mod readback;
 mod render;
 mod sched;
 mod shared;

@@ -6,13 +6,15 @@
 //! renders, each request the browser makes is judged as an embed of the page (hop `E`, the page
 //! as via), queued on its site and fetched by an ordinary job — robots.txt first for a new site,
 //! the site's and server's pacing, the address guard, the exact-bytes fetcher, a WARC record and
-//! a crawl.log line — and its answer handed to the browser when that job has logged it. A URL
-//! already fetched in this crawl is answered from the copy kept here (the page itself too) and
-//! never asked of its server again. Once the network is idle the rendered DOM's links and meta
+//! a crawl.log line — and its answer, read back from that record, handed to the browser when
+//! that job has logged it. A URL already fetched in this crawl, in this run or an earlier one,
+//! is answered from its record at once (see [`super::readback`]; the page itself from its own
+//! fetch) and never asked of its server again. What the browser refuses by itself (pop-ups,
+//! WebSockets, POST, service workers) gets a crawl.log line too. Once the network is idle the rendered DOM's links and meta
 //! robots join the page's, and the page is disposed of as any other, marked `rendered`.
 
-use std::collections::{HashMap, HashSet, VecDeque};
-use std::hash::{Hash as _, Hasher as _};
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -23,16 +25,13 @@ use url::Url;
 use super::decide::Disposition;
 use super::engine::Crawler;
 use super::page::{is_html, Page};
+use super::readback::{read_back, Copy, Found, Known, Ledger, Line};
 use crate::browser::{self, Browser, BrowserAnswer, BrowserRequest, BrowserSettings, RenderMode};
 use crate::extract::{Hop, Outlink};
 use crate::frontier::{seen_key, Candidate};
 use crate::logs::crawllog::Entry;
 use crate::net::fetch::Fetched;
 
-/// Largest body kept to answer the browser from the crawl's own copy.
-pub(super) const MAX_COPY_BODY: usize = 4 << 20;
-/// All copies kept at once; the oldest go first.
-const MAX_COPIES_BYTES: usize = 64 << 20;
 /// The decoded start of a page the emptiness rule reads.
 const RULE_BYTES: usize = 1 << 20;
 
@@ -46,73 +45,24 @@ pub(super) struct RenderJob {
     pub(super) thread: usize,
 }
 
-/// An answer as the browser gets it: decoded body, headers as received.
-#[derive(Debug)]
-struct Copy {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-impl Copy {
-    fn of(f: &Fetched) -> Copy {
-        let encoding = f.header("content-encoding");
-        let body = crate::extract::decode_body(encoding, &f.payload[..], MAX_COPY_BODY).bytes;
-        let headers = f
-            .headers
-            .iter()
-            .filter_map(|(n, v)| Some((n.as_str().to_string(), v.to_str().ok()?.to_string())))
-            .collect();
-        Copy {
-            status: f.status,
-            headers,
-            body,
-        }
-    }
-
-    fn answer(&self) -> BrowserAnswer {
-        BrowserAnswer::Response {
-            status: self.status,
-            headers: self.headers.clone(),
-            body: self.body.clone(),
-        }
-    }
-}
-
-/// Who waits for which URL, which URLs this run has settled, and the copies kept.
-#[derive(Default)]
+/// Who waits for which URL, and what the crawl knows of each URL it settled.
+///
+/// Behind a mutex of its own, outside the engine's three (`super::locks`), because it is a
+/// leaf: it is only reached through [`Rendering::with_book`], whose closures touch the book
+/// alone — no engine lock, no I/O, no `.await` — so no lock is ever taken while it is held,
+/// and it cannot be part of a cycle whichever lock its caller holds (today none: crawl.log
+/// lines reach [`Rendering::logged`] after the journal lock is released).
 struct Book {
-    waiters: HashMap<String, Vec<oneshot::Sender<Option<Arc<Copy>>>>>,
-    /// Hashes of the URLs (seen-set keys) given a final crawl.log line in this run.
-    settled: HashSet<u64>,
-    copies: HashMap<String, Arc<Copy>>,
-    order: VecDeque<String>,
-    copy_bytes: usize,
+    waiters: HashMap<String, Vec<oneshot::Sender<Option<Found>>>>,
+    ledger: Ledger,
 }
 
-impl Book {
-    fn keep(&mut self, key: String, copy: Arc<Copy>) {
-        self.copy_bytes += copy.body.len();
-        if let Some(old) = self.copies.insert(key.clone(), copy) {
-            self.copy_bytes -= old.body.len();
-        } else {
-            self.order.push_back(key);
-        }
-        while self.copy_bytes > MAX_COPIES_BYTES {
-            let Some(oldest) = self.order.pop_front() else {
-                break;
-            };
-            if let Some(c) = self.copies.remove(&oldest) {
-                self.copy_bytes -= c.body.len();
-            }
-        }
-    }
-}
-
-fn url_hash(key: &str) -> u64 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    key.hash(&mut h);
-    h.finish()
+/// What earlier runs of a crawl left for the browser.
+pub(super) struct Earlier<'a> {
+    pub(super) crawl_log: &'a Path,
+    /// URLs found archived in WARCs recovered at start (not in crawl.log: a crash came between).
+    pub(super) recovered: &'a HashSet<String>,
+    pub(super) warc_dir: &'a Path,
 }
 
 /// The crawl's rendering: settings, the browser (started on the first page that needs it),
@@ -124,7 +74,11 @@ pub(super) struct Rendering {
     tabs: usize,
     browser: tokio::sync::OnceCell<Option<Arc<Browser>>>,
     jobs: mpsc::UnboundedSender<RenderJob>,
+    /// Taken once, when the render loop starts. A leaf lock like the book's: nothing else is
+    /// locked, awaited or read while it is held.
     jobs_rx: Mutex<Option<mpsc::UnboundedReceiver<RenderJob>>>,
+    /// Where this crawl's WARCs are: answers for the browser are read back from them.
+    warc_dir: PathBuf,
     /// Pages handed to a render task and not yet disposed of: the crawl is not over meanwhile.
     active: AtomicUsize,
     html_pages: AtomicU64,
@@ -134,10 +88,14 @@ pub(super) struct Rendering {
 
 impl Rendering {
     /// The rendering of a crawl; says in run.log when pages that need a browser will not get one.
+    /// With a browser to run, what earlier runs of the crawl archived (their crawl.log lines,
+    /// the URLs of WARCs recovered at start) is learnt first, so the browser is answered from
+    /// it too.
     pub(super) fn new(
         settings: BrowserSettings,
         tabs: usize,
         shared: bool,
+        earlier: Earlier<'_>,
         runlog: &crate::logs::runlog::RunLog,
     ) -> Rendering {
         if shared && settings.render != RenderMode::Never {
@@ -169,6 +127,17 @@ impl Rendering {
                 )),
             }
         }
+        let ledger = match executable {
+            Some(_) => Ledger::load(earlier.crawl_log, earlier.recovered).unwrap_or_else(|e| {
+                runlog.line(&format!(
+                    "browser: cannot read {} ({e}): URLs of earlier runs are refused to the \
+                     browser, not fetched again",
+                    earlier.crawl_log.display()
+                ));
+                Ledger::default()
+            }),
+            None => Ledger::default(),
+        };
         let (jobs, rx) = mpsc::unbounded_channel();
         Rendering {
             settings,
@@ -177,11 +146,20 @@ impl Rendering {
             browser: tokio::sync::OnceCell::new(),
             jobs,
             jobs_rx: Mutex::new(Some(rx)),
+            warc_dir: earlier.warc_dir.to_path_buf(),
             active: AtomicUsize::new(0),
             html_pages: AtomicU64::new(0),
             rendered: AtomicU64::new(0),
-            book: Mutex::default(),
+            book: Mutex::new(Book {
+                waiters: HashMap::new(),
+                ledger,
+            }),
         }
+    }
+
+    /// Lends the book to `f` (see [`Book`]: a leaf lock).
+    fn with_book<R>(&self, f: impl FnOnce(&mut Book) -> R) -> R {
+        f(&mut lock(&self.book))
     }
 
     /// Pages being rendered now.
@@ -224,12 +202,6 @@ impl Rendering {
         true
     }
 
-    /// Whether a URL's body is held in memory once fetched: the browser waits for it, or it
-    /// is a requisite a later render may ask for.
-    pub(super) fn wants_body(&self, c: &Candidate) -> bool {
-        self.executable.is_some() && (c.is_requisite() || self.awaited(&c.url))
-    }
-
     /// Waits (15 s at most) until no page is being rendered.
     pub(super) async fn settle(&self) {
         let until = Instant::now() + Duration::from_secs(15);
@@ -238,43 +210,26 @@ impl Rendering {
         }
     }
 
-    /// Whether the browser waits for this URL (its body is then kept in memory to answer it).
-    pub(super) fn awaited(&self, url: &Url) -> bool {
-        let book = lock(&self.book);
-        !book.waiters.is_empty() && book.waiters.contains_key(&seen_key(url))
-    }
-
-    /// Keeps the answer of a URL the browser waits for (or may: a small requisite), before its
-    /// crawl.log line hands it over.
-    pub(super) fn keep_copy(&self, c: &Candidate, f: &Fetched) {
-        let key = seen_key(&c.url);
-        let wanted = self.awaited(&c.url);
-        let small_embed = c.is_requisite() && f.payload_len as usize <= MAX_COPY_BODY;
-        if self.executable.is_none() || !(wanted || small_embed) {
-            return;
-        }
-        if f.body_skipped || (f.payload.is_empty() && f.payload_len > 0) {
-            return; // nothing of the body at hand
-        }
-        lock(&self.book).keep(key, Arc::new(Copy::of(f)));
-    }
-
-    /// Called for every crawl.log line: a final one settles its URL and answers whoever waits.
+    /// Called for every crawl.log line: a final one settles its URL (with where its record
+    /// is, if archived) and hands that to whoever waits for it.
     pub(super) fn logged(&self, entry: &Entry<'_>) {
-        if self.executable.is_none() || entry.annotations.iter().any(|a| a.starts_with("retry:")) {
+        let line = Line {
+            uri: entry.uri,
+            status: entry.status,
+            digest: entry.digest,
+            annotations: &entry.annotations,
+            extra: entry.extra.as_ref(),
+        };
+        if self.executable.is_none() || !line.settles() {
             return;
         }
         let Ok(url) = Url::parse(entry.uri) else {
             return;
         };
         let key = seen_key(&url);
-        let mut book = lock(&self.book);
-        book.settled.insert(url_hash(&key));
-        if let Some(waiting) = book.waiters.remove(&key) {
-            let copy = book.copies.get(&key).cloned();
-            for w in waiting {
-                let _ = w.send(copy.clone());
-            }
+        let (found, waiting) = self.with_book(|b| (b.ledger.note(&line), b.waiters.remove(&key)));
+        for w in waiting.into_iter().flatten() {
+            let _ = w.send(found.clone());
         }
     }
 
@@ -324,7 +279,7 @@ impl Crawler {
                 let helper = ForBrowser {
                     crawler: &self,
                     page: &job.candidate,
-                    copy: Arc::new(Copy::of(&job.fetched)),
+                    copy: Copy::of(&job.fetched),
                     until: Instant::now() + timeout,
                 };
                 browser
@@ -392,8 +347,9 @@ impl Crawler {
         self.wake.notify_one();
     }
 
-    /// The answer to one browser request: the crawl's copy, or the URL taken through the road
-    /// of any embed of the page and awaited.
+    /// The answer to one browser request: the crawl's own record when the URL was archived
+    /// (in this run or an earlier one), else the URL taken through the road of any embed of
+    /// the page and its record awaited.
     async fn for_browser(
         &self,
         page: &Candidate,
@@ -401,19 +357,20 @@ impl Crawler {
         until: Instant,
     ) -> BrowserAnswer {
         let key = seen_key(&req.url);
-        let refused = |why: &str| BrowserAnswer::Refused {
-            why: why.to_string(),
-        };
         let (tx, rx) = oneshot::channel();
-        {
-            let mut book = lock(&self.rendering.book);
-            if let Some(copy) = book.copies.get(&key) {
-                return copy.answer();
+        let known = self.rendering.with_book(|b| {
+            let known = b.ledger.known(&key);
+            if matches!(known, Known::Unknown) {
+                b.waiters.entry(key.clone()).or_default().push(tx);
             }
-            book.waiters.entry(key.clone()).or_default().push(tx);
+            known
+        });
+        match known {
+            Known::At(found) => return self.archived_answer(&found, &req.url).await,
+            Known::Settled => return refused("fetched earlier in this crawl, not archived"),
+            Known::Unknown => {}
         }
-        let fresh = self.with_sched(|s| s.mark_seen(&req.url));
-        let queued = match fresh {
+        let queued = match self.with_sched(|s| s.mark_seen(&req.url)) {
             Ok(true) => {
                 let link = Outlink {
                     url: req.url.clone(),
@@ -429,27 +386,50 @@ impl Crawler {
                     None => false,
                 }
             }
-            Ok(false) => !lock(&self.rendering.book).settled.contains(&url_hash(&key)),
+            // Queued or in flight (in this run, or left queued by an earlier one): its
+            // crawl.log line will come.
+            Ok(false) => true,
             Err(e) => {
                 self.fail(e);
                 false
             }
         };
         if !queued {
-            // Settled just now (its copy already sent), dropped by the decide rules (logged
-            // there), or fetched earlier in this crawl with no copy kept: never asked again.
+            // Dropped by the decide rules (and logged there, which settled it just now).
             let mut rx = rx;
-            if let Ok(Some(copy)) = rx.try_recv() {
-                return copy.answer();
+            if let Ok(Some(found)) = rx.try_recv() {
+                return self.archived_answer(&found, &req.url).await;
             }
-            lock(&self.rendering.book).waiters.remove(&key);
+            self.rendering.with_book(|b| b.waiters.remove(&key));
             return refused("not fetched for the browser");
         }
         self.wake.notify_one();
         let left = until.saturating_duration_since(Instant::now());
         match tokio::time::timeout(left, rx).await {
-            Ok(Ok(Some(copy))) => copy.answer(),
-            _ => refused("no answer kept for the browser"),
+            Ok(Ok(Some(found))) => self.archived_answer(&found, &req.url).await,
+            Ok(_) => refused("not archived"),
+            Err(_) => refused("not fetched within render_timeout"),
+        }
+    }
+}
+
+fn refused(why: &str) -> BrowserAnswer {
+    BrowserAnswer::Refused {
+        why: why.to_string(),
+    }
+}
+
+impl Crawler {
+    /// The browser's answer read back from the WARC record at `found`; a record that cannot
+    /// be read is refused to the browser and said in run.log.
+    async fn archived_answer(&self, found: &Found, url: &Url) -> BrowserAnswer {
+        match read_back(&self.rendering.warc_dir, found, url).await {
+            Ok(copy) => copy.answer(),
+            Err(e) => {
+                self.runlog
+                    .line(&format!("browser: {url} not given to the browser: {e}"));
+                refused(&e)
+            }
         }
     }
 }
@@ -458,7 +438,7 @@ impl Crawler {
 struct ForBrowser<'c> {
     crawler: &'c Crawler,
     page: &'c Candidate,
-    copy: Arc<Copy>,
+    copy: Copy,
     until: Instant,
 }
 
@@ -469,7 +449,36 @@ impl browser::Fetcher for ForBrowser<'_> {
         }
         self.crawler.for_browser(self.page, req, self.until).await
     }
+
+    fn refused(&self, url: &str, what: browser::Refusal) {
+        self.crawler.log_refused_by_browser(self.page, url, what);
+    }
 }
+
+impl Crawler {
+    /// What the page tried and the browser refused by itself (a pop-up, a WebSocket, a POST, a
+    /// service worker): never fetched, logged `-5002` (Heritrix's "blocked by a processor")
+    /// as a link (a pop-up) or an embed of the page, annotated `browser:KIND`.
+    fn log_refused_by_browser(&self, page: &Candidate, url: &str, what: browser::Refusal) {
+        let Ok(url) = Url::parse(url) else {
+            return;
+        };
+        let hop = match what {
+            browser::Refusal::Popup => Hop::Link,
+            _ => Hop::Embed,
+        };
+        let c = Candidate {
+            url,
+            path: format!("{}{}", page.path, hop.letter()),
+            via: Some(page.url.clone()),
+            attempts: 0,
+        };
+        self.log_unfetched(&c, BROWSER_REFUSED, &format!("browser:{}", what.name()));
+    }
+}
+
+/// crawl.log's status of what the browser refused by itself.
+const BROWSER_REFUSED: i32 = -5002;
 
 /// Runs each page handed to [`Crawler::render_later`] in a task of its own (the browser bounds
 /// how many render at once), until the crawl drops its side of the queue.

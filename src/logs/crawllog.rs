@@ -85,48 +85,69 @@ fn ends_unfinished(file: &mut File) -> io::Result<bool> {
     Ok(last[0] != b'\n')
 }
 
-/// The fields of a crawl.log line that the reports count.
+/// The fields of a crawl.log line read back: those the reports count, and where the record is.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Parsed {
     pub status: i32,
     pub size: Option<u64>,
     pub uri: String,
     pub mime: Option<String>,
+    /// The payload digest (`sha1:…`), if the line has one.
+    pub digest: Option<String>,
     pub annotations: Vec<String>,
+    /// The extra JSON, as written (e.g. the WARC file and offset of the URL's record).
+    pub extra: String,
 }
 
 /// Reads back a line written by [`format_line`]; None when it is not one (a torn line).
 pub fn parse_line(line: &str) -> Option<Parsed> {
     // The first twelve fields hold no spaces; the thirteenth (JSON) may.
-    let mut fields = line.split_whitespace();
-    let _time = fields.next()?;
-    let status = fields.next()?.parse().ok()?;
-    let size = match fields.next()? {
+    let mut rest = line;
+    let _time = field(&mut rest)?;
+    let status = field(&mut rest)?.parse().ok()?;
+    let size = match field(&mut rest)? {
         "-" => None,
         n => Some(n.parse().ok()?),
     };
-    let uri = fields.next()?.to_string();
-    let _path = fields.next()?;
-    let _via = fields.next()?;
-    let mime = Some(fields.next()?)
+    let uri = field(&mut rest)?.to_string();
+    let _path = field(&mut rest)?;
+    let _via = field(&mut rest)?;
+    let mime = Some(field(&mut rest)?)
         .filter(|m| *m != "-")
         .map(str::to_string);
-    let _thread = fields.next()?;
-    let _fetch = fields.next()?;
-    let _digest = fields.next()?;
-    let _source = fields.next()?;
-    let annotations = match fields.next()? {
+    let _thread = field(&mut rest)?;
+    let _fetch = field(&mut rest)?;
+    let digest = Some(field(&mut rest)?)
+        .filter(|d| *d != "-")
+        .map(str::to_string);
+    let _source = field(&mut rest)?;
+    let annotations = match field(&mut rest)? {
         "-" => Vec::new(),
         a => a.split(',').map(str::to_string).collect(),
     };
-    fields.next()?; // the extra JSON: a line without it was cut short
+    // The extra JSON: a line without it was cut short.
+    let extra = rest.trim();
+    if extra.is_empty() {
+        return None;
+    }
     Some(Parsed {
         status,
         size,
         uri,
         mime,
+        digest,
         annotations,
+        extra: extra.to_string(),
     })
+}
+
+/// The next space-separated field of `rest`, which moves past it.
+fn field<'a>(rest: &mut &'a str) -> Option<&'a str> {
+    let s = rest.trim_start();
+    let end = s.find(char::is_whitespace).unwrap_or(s.len());
+    let (f, tail) = s.split_at(end);
+    *rest = tail;
+    (!f.is_empty()).then_some(f)
 }
 
 /// An annotation as crawl.log writes it (no spaces), so counts made while writing and counts
@@ -225,6 +246,8 @@ mod tests {
         assert_eq!(p.size, None);
         assert_eq!(p.uri, "http://h/a%20b");
         assert_eq!(p.annotations, ["trap:calendar", "x_y"]);
+        assert_eq!(p.extra, r#"{"trap":"year 3000 is far"}"#);
+        assert_eq!(p.digest, None);
         let full = format_line(
             now,
             &Entry {

@@ -1,0 +1,428 @@
+//! The browser's answers read back from the crawl's own WARCs.
+//!
+//! A URL the crawl has fetched is never asked of its server again: when the browser wants it,
+//! its response record is read back from the WARC at the offset crawl.log gave it, and the
+//! recorded HTTP message is decoded by hyper, the parser that read it live. The browser so sees
+//! exactly what the archive holds (and what replay will show), whichever run of the crawl
+//! fetched it, and no body is held in memory for it meanwhile: only where each record is.
+//!
+//! [`Ledger`] is that map, filled from crawl.log when a run starts and from each final
+//! crawl.log line as it is written; [`read_back`] reads one answer.
+
+use std::collections::{HashMap, HashSet};
+use std::hash::{Hash as _, Hasher as _};
+use std::io::BufRead as _;
+use std::path::{Path, PathBuf};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt as _, Empty};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use url::Url;
+
+use crate::browser::BrowserAnswer;
+use crate::frontier::seen_key;
+use crate::net::fetch::Fetched;
+
+/// Largest body handed to the browser (decoded); a longer one is cut there.
+pub(super) const MAX_BROWSER_BODY: usize = 32 << 20;
+/// Room for the HTTP head in a record's block, beyond the body.
+const MAX_HTTP_HEAD: u64 = 1 << 20;
+/// The annotation of a revisit line: its payload is that of an earlier record.
+const REVISIT: &str = "duplicate:digest";
+
+/// An answer as the browser gets it: decoded body, headers as received.
+#[derive(Debug)]
+pub(super) struct Copy {
+    pub(super) status: u16,
+    pub(super) headers: Vec<(String, String)>,
+    pub(super) body: Vec<u8>,
+}
+
+impl Copy {
+    /// The page being rendered, from its own fetch (it is archived only once rendered).
+    pub(super) fn of(f: &Fetched) -> Copy {
+        let body = decoded(f.header("content-encoding"), &f.payload);
+        Copy {
+            status: f.status,
+            headers: text_headers(&f.headers),
+            body,
+        }
+    }
+
+    pub(super) fn answer(&self) -> BrowserAnswer {
+        BrowserAnswer::Response {
+            status: self.status,
+            headers: self.headers.clone(),
+            body: self.body.clone(),
+        }
+    }
+}
+
+fn decoded(encoding: Option<&str>, body: &[u8]) -> Vec<u8> {
+    crate::extract::decode_body(encoding, body, MAX_BROWSER_BODY).bytes
+}
+
+fn text_headers(h: &hyper::HeaderMap) -> Vec<(String, String)> {
+    h.iter()
+        .filter_map(|(n, v)| Some((n.as_str().to_string(), v.to_str().ok()?.to_string())))
+        .collect()
+}
+
+/// Where a URL's answer is: a response record (a revisit's original, found by its digest).
+#[derive(Debug, Clone)]
+pub(super) struct Found {
+    pub(super) filename: String,
+    pub(super) offset: u64,
+    /// The record is the URL's own (its WARC-Target-URI is checked): not a revisit's original.
+    own: bool,
+}
+
+/// What the crawl knows of a URL so far.
+#[derive(Debug)]
+pub(super) enum Known {
+    /// Archived: its record is there.
+    At(Found),
+    /// Given a final crawl.log line, but no record the browser can be answered from (dropped,
+    /// failed, discarded, or a revisit of a record of another crawl).
+    Settled,
+    /// Not settled yet: queued, in flight, or never seen.
+    Unknown,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Spot {
+    file: u32,
+    offset: u64,
+    own: bool,
+}
+
+/// Where every URL this crawl archived is, and which URLs it settled, keyed by hashes (of the
+/// seen-set key, of the payload digest): about 50 bytes a URL.
+#[derive(Debug, Default)]
+pub(super) struct Ledger {
+    files: Vec<String>,
+    file_ids: HashMap<String, u32>,
+    by_url: HashMap<u64, Spot>,
+    /// The first 200 response archived with each payload digest: a revisit's original.
+    by_digest: HashMap<u64, Spot>,
+    settled: HashSet<u64>,
+}
+
+/// One final crawl.log line, as the ledger reads it.
+pub(super) struct Line<'a> {
+    pub(super) uri: &'a str,
+    pub(super) status: i32,
+    pub(super) digest: Option<&'a str>,
+    pub(super) annotations: &'a [String],
+    pub(super) extra: Option<&'a serde_json::Value>,
+}
+
+impl Line<'_> {
+    /// Whether the line is the URL's last word: not a try to be made again (`retry:N`), nor a
+    /// request the browser refused by itself (`browser:…`: the URL was not judged, and may
+    /// still be fetched when found otherwise).
+    pub(super) fn settles(&self) -> bool {
+        !self
+            .annotations
+            .iter()
+            .any(|a| a.starts_with("retry:") || a.starts_with("browser:"))
+    }
+}
+
+impl Ledger {
+    /// The ledger of an earlier run's crawl.log (missing: empty), plus the URLs found archived
+    /// in WARCs recovered at start (no line says where their records are: they are settled).
+    pub(super) fn load(crawl_log: &Path, recovered: &HashSet<String>) -> std::io::Result<Ledger> {
+        let mut ledger = Ledger::default();
+        for uri in recovered {
+            if let Ok(url) = Url::parse(uri) {
+                ledger.settled.insert(key_hash(&seen_key(&url)));
+            }
+        }
+        let file = match std::fs::File::open(crawl_log) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ledger),
+            Err(e) => return Err(e),
+        };
+        for line in std::io::BufReader::new(file).split(b'\n') {
+            let line = line?;
+            let text = String::from_utf8_lossy(&line);
+            // A torn line (a crash) says nothing: its URL is fetched again or waited for.
+            let Some(p) = crate::logs::crawllog::parse_line(&text) else {
+                continue;
+            };
+            let extra = serde_json::from_str(&p.extra).ok();
+            let line = Line {
+                uri: &p.uri,
+                status: p.status,
+                digest: p.digest.as_deref(),
+                annotations: &p.annotations,
+                extra: extra.as_ref(),
+            };
+            if line.settles() {
+                ledger.note(&line);
+            }
+        }
+        Ok(ledger)
+    }
+
+    /// Takes a final line in; returns where the URL's answer is, if the browser can have one.
+    pub(super) fn note(&mut self, line: &Line<'_>) -> Option<Found> {
+        let url = Url::parse(line.uri).ok()?;
+        let key = key_hash(&seen_key(&url));
+        self.settled.insert(key);
+        let extra = line.extra?;
+        let filename = extra.get("warcFilename")?.as_str()?;
+        let offset = extra.get("warcFileOffset")?.as_u64()?;
+        let digest = line.digest.filter(|d| *d != "-").map(key_hash);
+        let spot = if line.annotations.iter().any(|a| a == REVISIT) {
+            // A revisit record holds no payload: the browser gets its original.
+            Spot {
+                own: false,
+                ..*self.by_digest.get(&digest?)?
+            }
+        } else {
+            let here = Spot {
+                file: self.file_id(filename),
+                offset,
+                own: true,
+            };
+            if let (Some(d), 200) = (digest, line.status) {
+                self.by_digest.entry(d).or_insert(here);
+            }
+            here
+        };
+        self.by_url.insert(key, spot);
+        Some(self.found(spot))
+    }
+
+    /// What is known of the URL with this seen-set key.
+    pub(super) fn known(&self, key: &str) -> Known {
+        let h = key_hash(key);
+        match self.by_url.get(&h) {
+            Some(spot) => Known::At(self.found(*spot)),
+            None if self.settled.contains(&h) => Known::Settled,
+            None => Known::Unknown,
+        }
+    }
+
+    fn found(&self, spot: Spot) -> Found {
+        Found {
+            filename: self.files[spot.file as usize].clone(),
+            offset: spot.offset,
+            own: spot.own,
+        }
+    }
+
+    fn file_id(&mut self, name: &str) -> u32 {
+        if let Some(id) = self.file_ids.get(name) {
+            return *id;
+        }
+        let id = self.files.len() as u32;
+        self.files.push(name.to_string());
+        self.file_ids.insert(name.to_string(), id);
+        id
+    }
+}
+
+fn key_hash(key: &str) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    key.hash(&mut h);
+    h.finish()
+}
+
+/// Reads the answer at `found` back from the WARCs in `warc_dir` (the file may still be open,
+/// `….open`, or closed and renamed meanwhile), for the browser's request of `url`.
+pub(super) async fn read_back(warc_dir: &Path, found: &Found, url: &Url) -> Result<Copy, String> {
+    let paths = [
+        warc_dir.join(&found.filename),
+        warc_dir.join(format!("{}.open", found.filename)),
+    ];
+    let offset = found.offset;
+    let max_block = MAX_BROWSER_BODY as u64 + MAX_HTTP_HEAD;
+    let read = tokio::task::spawn_blocking(move || read_either(&paths, offset, max_block))
+        .await
+        .map_err(|e| format!("reading the record failed: {e}"))??;
+    let (head, block) = read;
+    if head.record_type() != Some("response") {
+        return Err(format!(
+            "the record at {}:{offset} is a {}, not a response",
+            found.filename,
+            head.record_type().unwrap_or("record without a type")
+        ));
+    }
+    if found.own {
+        let target = head.target_uri().and_then(|u| Url::parse(&u).ok());
+        if target.as_ref().map(seen_key) != Some(seen_key(url)) {
+            return Err(format!(
+                "the record at {}:{offset} is not that of {url}",
+                found.filename
+            ));
+        }
+    }
+    decode_http(block, url).await
+}
+
+/// The record at `offset` of the first of `paths` that has it. The open name is tried after
+/// the closed one, and the closed one again: the file may be renamed between two tries.
+fn read_either(
+    paths: &[PathBuf; 2],
+    offset: u64,
+    max_block: u64,
+) -> Result<(crate::warc::head::WarcHead, Vec<u8>), String> {
+    let read = |p: &PathBuf| crate::warc::read::read_record_at(p, offset, max_block);
+    read(&paths[0])
+        .or_else(|_| read(&paths[1]))
+        .or_else(|_| read(&paths[0]))
+        .map_err(|e| e.to_string())
+}
+
+/// Decodes a recorded HTTP response the way the fetcher read it live: hyper's HTTP/1 client
+/// over an in-memory stream that plays the recorded bytes back (status, headers, chunked or
+/// delimited body), then the content coding undone. A record whose body was cut
+/// (`max_body_bytes`) gives what it holds.
+async fn decode_http(block: Vec<u8>, url: &Url) -> Result<Copy, String> {
+    let (client, mut server) = tokio::io::duplex(64 * 1024);
+    let (mut sender, conn) = hyper::client::conn::http1::Builder::new()
+        .handshake::<_, Empty<Bytes>>(hyper_util::rt::TokioIo::new(client))
+        .await
+        .map_err(|e| e.to_string())?;
+    let conn = tokio::spawn(conn);
+    let play = tokio::spawn(async move {
+        // hyper takes bytes that come before its request is out for a broken connection:
+        // the answer is played once the request's head has been read.
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+            match server.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => seen.extend_from_slice(&buf[..n]),
+            }
+        }
+        let _ = server.write_all(&block).await;
+        let _ = server.shutdown().await;
+        // Kept open until hyper has read everything (dropping it would cut the stream).
+        server
+    });
+    let request = hyper::Request::get(url.path())
+        .header(hyper::header::HOST, url.host_str().unwrap_or_default())
+        .body(Empty::<Bytes>::new())
+        .map_err(|e| e.to_string())?;
+    let result = async {
+        let response = sender
+            .send_request(request)
+            .await
+            .map_err(|e| format!("the recorded answer does not parse: {e}"))?;
+        let (parts, mut body) = response.into_parts();
+        let mut bytes = Vec::new();
+        while let Some(frame) = body.frame().await {
+            // A cut record ends early: what it holds is the answer.
+            let Ok(frame) = frame else { break };
+            if let Ok(data) = frame.into_data() {
+                bytes.extend_from_slice(&data);
+            }
+            if bytes.len() > MAX_BROWSER_BODY {
+                break;
+            }
+        }
+        let encoding = parts
+            .headers
+            .get("content-encoding")
+            .and_then(|v| v.to_str().ok());
+        Ok(Copy {
+            status: parts.status.as_u16(),
+            headers: text_headers(&parts.headers),
+            body: decoded(encoding, &bytes),
+        })
+    }
+    .await;
+    drop(sender);
+    conn.abort();
+    play.abort();
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line<'a>(
+        uri: &'a str,
+        digest: &'a str,
+        notes: &'a [String],
+        extra: &'a serde_json::Value,
+    ) -> Line<'a> {
+        Line {
+            uri,
+            status: 200,
+            digest: Some(digest),
+            annotations: notes,
+            extra: Some(extra),
+        }
+    }
+
+    #[test]
+    fn a_revisit_points_at_its_original_and_a_dropped_url_is_settled() {
+        let mut ledger = Ledger::default();
+        let at = serde_json::json!({"warcFilename": "A.warc.gz", "warcFileOffset": 100});
+        let again = serde_json::json!({"warcFilename": "B.warc.gz", "warcFileOffset": 7});
+        ledger.note(&line("http://h/a", "sha1:X", &[], &at));
+        let dup = [REVISIT.to_string()];
+        let found = ledger
+            .note(&line("http://h/b", "sha1:X", &dup, &again))
+            .expect("the original");
+        assert_eq!(
+            (found.filename.as_str(), found.offset, found.own),
+            ("A.warc.gz", 100, false)
+        );
+        let none = serde_json::json!({});
+        let dropped = Line {
+            status: -9998,
+            digest: None,
+            ..line("http://h/c", "-", &[], &none)
+        };
+        assert!(ledger.note(&dropped).is_none());
+        let key = |u: &str| seen_key(&Url::parse(u).unwrap());
+        assert!(matches!(ledger.known(&key("http://h/c")), Known::Settled));
+        assert!(matches!(ledger.known(&key("http://h/a#top")), Known::At(_)));
+        assert!(matches!(ledger.known(&key("http://h/d")), Known::Unknown));
+    }
+
+    #[tokio::test]
+    async fn a_chunked_gzipped_record_decodes_as_the_browser_needs_it() {
+        use std::io::Write as _;
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(b"hello, browser").unwrap();
+        let body = gz.finish().unwrap();
+        let (a, b) = body.split_at(5);
+        let mut block =
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Encoding: gzip\r\n\
+            Transfer-Encoding: chunked\r\n\r\n"
+                .to_vec();
+        for piece in [a, b] {
+            block.extend_from_slice(format!("{:x}\r\n", piece.len()).as_bytes());
+            block.extend_from_slice(piece);
+            block.extend_from_slice(b"\r\n");
+        }
+        block.extend_from_slice(b"0\r\n\r\n");
+        let url = Url::parse("http://h/x").unwrap();
+        let copy = decode_http(block, &url).await.unwrap();
+        assert_eq!(copy.status, 200);
+        assert_eq!(copy.body, b"hello, browser");
+        assert!(copy
+            .headers
+            .iter()
+            .any(|(n, v)| n == "content-type" && v == "text/plain"));
+    }
+
+    #[tokio::test]
+    async fn a_cut_record_gives_what_it_holds() {
+        let block = b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly this".to_vec();
+        let url = Url::parse("http://h/x").unwrap();
+        let copy = decode_http(block, &url).await.unwrap();
+        assert_eq!(copy.body, b"only this");
+        assert!(decode_http(b"not http at all".to_vec(), &url)
+            .await
+            .is_err());
+    }
+}
