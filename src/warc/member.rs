@@ -27,6 +27,10 @@ pub(crate) const FIRST_STEP: usize = 1024;
 pub(crate) struct Source {
     pub(crate) inner: BufReader<File>,
     pub(crate) pos: u64,
+    /// The first error the file itself gave (a failing disk, even an interrupted read), as
+    /// opposed to damaged bytes: the walker stops on it instead of skipping on as if the data
+    /// were bad, so that crash recovery never cuts good records after a read error.
+    pub(crate) failed: Option<io::Error>,
 }
 
 impl Source {
@@ -41,27 +45,34 @@ impl Source {
         Ok(Source {
             inner: BufReader::with_capacity(INPUT_BUF, file),
             pos: 0,
+            failed: None,
         })
     }
 
+    /// Keeps `e` as the file's failure (the first one) and hands on an error like it.
+    fn fail(&mut self, e: io::Error) -> io::Error {
+        let like = io::Error::new(e.kind(), e.to_string());
+        self.failed.get_or_insert(e);
+        like
+    }
+
     pub(crate) fn seek_to(&mut self, pos: u64) -> io::Result<()> {
-        match pos
+        let moved = match pos
             .checked_sub(self.pos)
             .and_then(|d| i64::try_from(d).ok())
         {
             // Forward: keeps what is buffered when the target lies within it.
-            Some(forward) => self.inner.seek_relative(forward)?,
-            None => {
-                self.inner.seek(SeekFrom::Start(pos))?;
-            }
-        }
+            Some(forward) => self.inner.seek_relative(forward),
+            None => self.inner.seek(SeekFrom::Start(pos)).map(drop),
+        };
+        moved.map_err(|e| self.fail(e))?;
         self.pos = pos;
         Ok(())
     }
 
     /// What is buffered at the current offset (empty at the end of the file).
     pub(crate) fn peek(&mut self) -> io::Result<&[u8]> {
-        self.inner.fill_buf()
+        self.fill_buf()
     }
 
     /// The offset of the next occurrence of `pattern` at or after `from` (at a line start when
@@ -83,14 +94,13 @@ impl Source {
         let mut window: Vec<u8> = Vec::with_capacity(INPUT_BUF + pattern.len());
         let mut window_start = self.pos;
         loop {
-            let buf = self.inner.fill_buf()?;
+            let buf = self.fill_buf()?;
             if buf.is_empty() {
                 return Ok(None);
             }
             window.extend_from_slice(buf);
             let n = buf.len();
-            self.inner.consume(n);
-            self.pos += n as u64;
+            self.consume(n);
             for i in 0..window.len().saturating_sub(pattern.len() - 1) {
                 let at_line = if i == 0 {
                     prev_newline
@@ -116,15 +126,22 @@ impl Source {
 
 impl Read for Source {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.pos += n as u64;
-        Ok(n)
+        match self.inner.read(buf) {
+            Ok(n) => {
+                self.pos += n as u64;
+                Ok(n)
+            }
+            Err(e) => Err(self.fail(e)),
+        }
     }
 }
 
 impl BufRead for Source {
     fn fill_buf(&mut self) -> io::Result<&[u8]> {
-        self.inner.fill_buf()
+        if let Err(e) = self.inner.fill_buf() {
+            return Err(self.fail(e));
+        }
+        Ok(self.inner.buffer())
     }
     fn consume(&mut self, amt: usize) {
         self.pos += amt as u64;
@@ -236,7 +253,7 @@ impl Member<'_> {
     /// Inflates the next piece into the output buffer.
     pub(crate) fn inflate_some(&mut self) -> io::Result<()> {
         let inf = &mut *self.inf;
-        let input = self.src.inner.fill_buf()?;
+        let input = self.src.fill_buf()?;
         if input.is_empty() {
             return Err(truncated());
         }

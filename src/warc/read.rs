@@ -1,7 +1,7 @@
 //! The one reader of WARC and ARC files (gzip per record, or plain): a member walker that hands
 //! every record to a [`Visitor`] (its head, then its block as a stream), in the manner of
-//! warcio's `ArchiveIterator`. `archiver index`, `optout`, `diff`, `verify` and `wacz` read
-//! through it.
+//! warcio's `ArchiveIterator`. `archiver index`, `optout`, `diff`, `verify`, `wacz` and crash
+//! recovery (`recover.rs`) read through it.
 //!
 //! A CDXJ line needs the offset and the *compressed* length of its record, which one
 //! `MultiGzDecoder` over the file hides, so the walker reads one gzip member at a time and
@@ -11,7 +11,8 @@
 //!
 //! Damaged input is reported, never fatal for the rest of the file: a corrupt or truncated
 //! member is reported with its offset and the walk resumes at the next gzip member (or `WARC/`
-//! line) found after it.
+//! line) found after it. A read error of the file itself (the disk, not the data) ends the walk
+//! with that error instead, so no user takes good records for damaged ones.
 
 use std::fs::File;
 use std::io::{self, BufRead, Read};
@@ -257,13 +258,23 @@ impl Walker<'_> {
         }
     }
 
+    /// A read error of the file is not damage in it: the walk ends with that error.
+    fn check_disk(&mut self) -> Result<(), IndexError> {
+        match self.src.failed.take() {
+            Some(source) => Err(self.io(source)),
+            None => Ok(()),
+        }
+    }
+
     fn walk_gzip<V: Visitor>(&mut self, visitor: &mut V) -> Result<(), IndexError> {
         loop {
             let offset = self.src.pos;
             if offset >= self.stop {
                 break;
             }
-            match self.gzip_record(offset, visitor) {
+            let step = self.gzip_record(offset, visitor);
+            self.check_disk()?;
+            match step {
                 Ok(Step::Record(span, head, item)) => {
                     self.resumed(visitor, offset);
                     self.records += 1;
@@ -443,7 +454,9 @@ impl Walker<'_> {
         loop {
             skip_blank_lines(&mut self.src).map_err(|e| self.io(e))?;
             let offset = self.src.pos;
-            match self.plain_record(offset, visitor) {
+            let step = self.plain_record(offset, visitor);
+            self.check_disk()?;
+            match step {
                 Ok(Step::Record(span, head, item)) => {
                     self.resumed(visitor, offset);
                     self.records += 1;

@@ -1,18 +1,19 @@
 //! Crash recovery: closes the `.open` files a killed run left, keeping every whole record,
 //! cutting off a torn tail, and writing the CDXJ of what was kept, so each ends as if `close`
-//! had run after its last whole record.
+//! had run after its last whole record. The records are read through the one reader
+//! (`read.rs`'s walker, with a visitor that keeps records until the first damage).
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, BufRead, BufReader, Read};
+use std::io::{self, BufRead, Read};
 use std::path::{Path, PathBuf};
 
+use super::head::WarcHead;
 use super::io::sync_dir;
+use super::member::read_at_most;
+use super::read::{walk, IndexError, Problem, Span, Visitor};
 use super::record::Capture;
 use super::writer::{seal, CDX_MEMORY};
-use super::{io_err, WarcError, WarcSettings, COPY_BUF_BYTES, INDEX_HEAD_BYTES};
-
-/// Largest WARC header block crash recovery accepts; a bigger one is garbage, not a record.
-const MAX_WARC_HEAD_BYTES: u64 = 1 << 20;
+use super::{io_err, WarcError, WarcSettings, INDEX_HEAD_BYTES};
 
 /// What crash recovery did with one `.open` file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -128,7 +129,7 @@ fn check_open_file(settings: &WarcSettings, open_path: &Path) -> Result<Checked,
         .open(open_path)
         .map_err(io_err(open_path))?;
     let size = file.metadata().map_err(io_err(open_path))?.len();
-    let scan = scan_members(&file, open_path, &name)?;
+    let scan = scan(&file, open_path, &name)?;
     Ok(Checked {
         file,
         open_path: open_path.to_path_buf(),
@@ -168,7 +169,8 @@ fn close_checked(settings: &WarcSettings, c: Checked) -> Result<Recovered, WarcE
     Ok(recovered)
 }
 
-/// What walking the members of a file found.
+/// What walking the records of a file found.
+#[derive(Default)]
 struct Scan {
     /// Offset just after the last whole record.
     end: u64,
@@ -178,201 +180,134 @@ struct Scan {
     lines: Vec<String>,
 }
 
-/// Walks the gzip members of `file` from the start while each holds one whole record. The
-/// first member that does not (torn, corrupt, garbage) ends the walk: an `.open` file only
-/// grows at its end, so whatever follows a bad member is the remains of the same crash.
-fn scan_members(file: &File, path: &Path, name: &str) -> Result<Scan, WarcError> {
-    let mut src = Consumed::new(BufReader::with_capacity(COPY_BUF_BYTES, file));
-    let mut scan = Scan {
-        end: 0,
-        kept: 0,
-        records: Vec::new(),
-        lines: Vec::new(),
+/// Reads the records of the `.open` file `path` (open as `file`) through the one reader, from
+/// the start while each is one whole record in a gzip member of its own. The first one that is
+/// not (torn, corrupt, garbage, a block shorter than its Content-Length) ends what is kept: an
+/// `.open` file only grows at its end, so whatever follows a bad member is the remains of the
+/// same crash. A failing disk is an error, never taken for a torn record.
+fn scan(file: &File, path: &Path, name: &str) -> Result<Scan, WarcError> {
+    // The writer only writes gzip members; anything else (a plain WARC among them) is not ours
+    // to keep, while the walker would read it.
+    let mut magic = [0u8; 2];
+    let got = read_at_most(file, &mut magic, 0).map_err(io_err(path))?;
+    if got > 0 && magic[..got] != [0x1f, 0x8b][..got] {
+        tracing::warn!(path = %path.display(), offset = 0,
+            "not a gzip member: the file is cut here");
+        return Ok(Scan::default());
+    }
+    let mut keep = Keep {
+        path,
+        name,
+        scan: Scan::default(),
+        stopped: false,
     };
-    loop {
-        let offset = src.consumed;
-        let member = read_member(&mut src);
-        if let Some(source) = src.failed.take() {
-            // The disk failed, not the data: cutting now could destroy good records.
+    match walk(path, &mut keep) {
+        Ok(()) => {}
+        Err(IndexError::Io { source, .. }) => {
             return Err(WarcError::Io {
                 path: path.to_path_buf(),
                 source,
-            });
+            })
         }
-        let rec = match member {
-            Ok(Some(rec)) => rec,
-            Ok(None) => break,
-            Err(e) => {
-                tracing::warn!(path = %path.display(), offset, error = %e,
-                    "unfinished or damaged record: the file is cut here");
-                break;
-            }
+        // The first member is no WARC record, or a member holds two: damage like any other.
+        Err(e) => keep.stop(0, &e.to_string()),
+    }
+    Ok(keep.scan)
+}
+
+/// The visitor of [`scan`]: keeps records while each starts where the one before ended, from
+/// the start of the file, and nothing after the first damage.
+struct Keep<'a> {
+    path: &'a Path,
+    /// The name the file gets when closed (the CDXJ `filename`).
+    name: &'a str,
+    scan: Scan,
+    /// Damage was met: no later record is kept.
+    stopped: bool,
+}
+
+impl Keep<'_> {
+    fn stop(&mut self, offset: u64, why: &str) {
+        if !self.stopped {
+            let offset = offset.max(self.scan.end);
+            tracing::warn!(path = %self.path.display(), offset, error = %why,
+                "unfinished or damaged record: the file is cut here");
+        }
+        self.stopped = true;
+    }
+}
+
+impl Visitor for Keep<'_> {
+    /// The start of a capture's block (status line and headers), for its CDXJ line.
+    type Item = Vec<u8>;
+
+    /// Reads the whole block, so that a member cut short inside it is seen (the walker checks
+    /// the member's CRC at its end), and keeps the start of a response or revisit.
+    fn record(
+        &mut self,
+        _offset: u64,
+        head: &WarcHead,
+        block: &mut dyn BufRead,
+    ) -> io::Result<Vec<u8>> {
+        if head.is_arc() {
+            return Err(damaged("the gzip member holds no WARC record"));
+        }
+        let length = match head.content_length() {
+            Some(Ok(n)) => n,
+            _ => return Err(damaged("no valid Content-Length")),
         };
-        let length = src.consumed - offset;
-        if let Some(line) = rec.index_line(name, offset, length) {
-            scan.lines.push(line);
+        let index = matches!(head.record_type(), Some("response" | "revisit"));
+        let want = if index { INDEX_HEAD_BYTES as u64 } else { 0 };
+        let mut start = Vec::new();
+        block.take(want).read_to_end(&mut start)?;
+        let rest = io::copy(block, &mut io::sink())?;
+        if start.len() as u64 + rest != length {
+            return Err(damaged("the block is shorter than its Content-Length"));
         }
-        if let Some(uri) = rec.field("WARC-Target-URI") {
-            scan.records
-                .push((uri.to_string(), rec.warc_type().to_string()));
-        }
-        scan.kept += 1;
-        scan.end = src.consumed;
-    }
-    Ok(scan)
-}
-
-/// A record re-read from a member: its header fields and the start of its block.
-struct MemberRecord {
-    fields: Vec<(String, String)>,
-    /// Up to `INDEX_HEAD_BYTES` of the block, for response and revisit records only.
-    head: Vec<u8>,
-}
-
-impl MemberRecord {
-    /// The first value of header `name` (names compare case-insensitively, as WARC says).
-    fn field(&self, name: &str) -> Option<&str> {
-        self.fields
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        Ok(start)
     }
 
-    fn warc_type(&self) -> &str {
-        self.field("WARC-Type").unwrap_or("")
+    fn done(&mut self, span: Span, head: WarcHead, start: Vec<u8>) {
+        if span.offset != self.scan.end {
+            // Something between the two was skipped as damage.
+            self.stop(span.offset, "a damaged record before this one");
+        }
+        if self.stopped {
+            return;
+        }
+        if let Some(line) = index_line(&head, &start, self.name, span) {
+            self.scan.lines.push(line);
+        }
+        if let Some(uri) = head.get("WARC-Target-URI") {
+            let kind = head.record_type().unwrap_or("");
+            self.scan.records.push((uri.to_string(), kind.to_string()));
+        }
+        self.scan.kept += 1;
+        self.scan.end = span.end;
     }
 
-    /// The CDXJ line the writer made for this record, if it is a capture the writer indexes.
-    fn index_line(&self, filename: &str, offset: u64, length: u64) -> Option<String> {
-        let record_type = self.warc_type();
-        if record_type != "response" && record_type != "revisit" {
-            return None;
-        }
-        let capture = Capture {
-            url: self.field("WARC-Target-URI")?,
-            warc_date: self.field("WARC-Date")?,
-            record_type,
-            content_type: self.field("Content-Type"),
-            http_head: &self.head,
-            payload_digest: self.field("WARC-Payload-Digest"),
-        };
-        Some(capture.line(filename, offset, length))
+    fn problem(&mut self, problem: Problem) {
+        self.stop(problem.offset, &problem.message);
     }
 }
 
-/// Reads one gzip member and checks it holds exactly one whole record: a WARC header block,
-/// Content-Length bytes of block, the closing CRLF CRLF, then the member's end (whose CRC the
-/// decoder checks). `Ok(None)` at the end of the file; an error for anything else.
-fn read_member<R: BufRead>(src: &mut R) -> io::Result<Option<MemberRecord>> {
-    if src.fill_buf()?.is_empty() {
-        return Ok(None);
+/// The CDXJ line the writer made for this record, if it is a capture the writer indexes.
+fn index_line(head: &WarcHead, start: &[u8], filename: &str, span: Span) -> Option<String> {
+    let record_type = head.record_type()?;
+    if record_type != "response" && record_type != "revisit" {
+        return None;
     }
-    let mut dec =
-        BufReader::with_capacity(COPY_BUF_BYTES, flate2::bufread::GzDecoder::new(&mut *src));
-    let fields = read_warc_head(&mut dec)?;
-    let length: u64 = fields
-        .iter()
-        .find(|(n, _)| n.eq_ignore_ascii_case("Content-Length"))
-        .and_then(|(_, v)| v.parse().ok())
-        .ok_or_else(|| bad_record("no valid Content-Length"))?;
-    let mut rec = MemberRecord {
-        fields,
-        head: Vec::new(),
+    let capture = Capture {
+        url: head.get("WARC-Target-URI")?,
+        warc_date: head.get("WARC-Date")?,
+        record_type,
+        content_type: head.get("Content-Type"),
+        http_head: start,
+        payload_digest: head.get("WARC-Payload-Digest"),
     };
-    let keep = match rec.warc_type() {
-        "response" | "revisit" => INDEX_HEAD_BYTES as u64,
-        _ => 0,
-    };
-    let mut block = (&mut dec).take(length);
-    (&mut block).take(keep).read_to_end(&mut rec.head)?;
-    let rest = io::copy(&mut block, &mut io::sink())?;
-    if rec.head.len() as u64 + rest != length {
-        return Err(io::ErrorKind::UnexpectedEof.into());
-    }
-    let mut tail = Vec::new();
-    dec.take(5).read_to_end(&mut tail)?;
-    if tail != b"\r\n\r\n" {
-        return Err(bad_record(
-            "the block is not followed by CRLF CRLF and the member's end",
-        ));
-    }
-    Ok(Some(rec))
+    Some(capture.line(filename, span.offset, span.length))
 }
 
-/// Parses `WARC/x.y` and the `Name: value` lines up to the blank line.
-fn read_warc_head<R: BufRead>(r: &mut R) -> io::Result<Vec<(String, String)>> {
-    let mut limited = r.take(MAX_WARC_HEAD_BYTES);
-    let mut line = Vec::new();
-    limited.read_until(b'\n', &mut line)?;
-    if !line.starts_with(b"WARC/") || !line.ends_with(b"\r\n") {
-        return Err(bad_record("no WARC version line"));
-    }
-    let mut fields = Vec::new();
-    loop {
-        line.clear();
-        limited.read_until(b'\n', &mut line)?;
-        if line == b"\r\n" {
-            return Ok(fields);
-        }
-        let text = std::str::from_utf8(&line)
-            .ok()
-            .and_then(|l| l.strip_suffix("\r\n"))
-            .ok_or_else(|| bad_record("a header line is cut or not UTF-8"))?;
-        let (name, value) = text
-            .split_once(':')
-            .ok_or_else(|| bad_record("a header line without ':'"))?;
-        fields.push((name.trim().to_string(), value.trim().to_string()));
-    }
-}
-
-fn bad_record(why: &str) -> io::Error {
+fn damaged(why: &str) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, why.to_string())
-}
-
-/// A `BufRead` that counts the bytes its user consumed (the position just after a gzip
-/// member, however far the buffer below has read ahead) and keeps the error of a failed
-/// read, so a disk error is never mistaken for a torn record.
-struct Consumed<R> {
-    inner: R,
-    consumed: u64,
-    failed: Option<io::Error>,
-}
-
-impl<R> Consumed<R> {
-    fn new(inner: R) -> Self {
-        Consumed {
-            inner,
-            consumed: 0,
-            failed: None,
-        }
-    }
-}
-
-impl<R: BufRead> Read for Consumed<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let avail = self.fill_buf()?;
-        let n = avail.len().min(buf.len());
-        buf[..n].copy_from_slice(&avail[..n]);
-        self.consume(n);
-        Ok(n)
-    }
-}
-
-impl<R: BufRead> BufRead for Consumed<R> {
-    fn fill_buf(&mut self) -> io::Result<&[u8]> {
-        match self.inner.fill_buf() {
-            Ok(buf) => Ok(buf),
-            Err(e) => {
-                // Any failure below, even EINTR, stops recovery rather than cut the file.
-                let kind = e.kind();
-                self.failed = Some(e);
-                Err(kind.into())
-            }
-        }
-    }
-
-    fn consume(&mut self, amt: usize) {
-        self.consumed += amt as u64;
-        self.inner.consume(amt);
-    }
 }

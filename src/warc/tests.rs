@@ -1358,3 +1358,44 @@ fn a_recovered_crawl_writes_on_after_its_last_serial() {
     w.close().unwrap();
     assert!(file_name(&w.closed_files()[0]).contains("-00001-"));
 }
+
+/// Whole gzip members the writer never makes end what recovery keeps, as a torn one does: a
+/// block running past its Content-Length, two records in one member, a plain WARC.
+#[test]
+fn recovery_keeps_nothing_from_a_member_the_writer_would_not_write() {
+    let record = |len: usize, body: &str| {
+        format!(
+            "WARC/1.1\r\nWARC-Type: resource\r\nWARC-Target-URI: http://h/x\r\n\
+             WARC-Date: 2026-11-30T23:38:13Z\r\nContent-Length: {len}\r\n\r\n{body}\r\n\r\n"
+        )
+    };
+    let good = gzip(record(5, "hello").as_bytes());
+    let long = gzip(record(3, "hello").as_bytes());
+    let two = gzip([record(5, "hello"), record(5, "world")].concat().as_bytes());
+    let cases: Vec<(&str, Vec<u8>, usize)> = vec![
+        ("block past its length", [&good[..], &long[..]].concat(), 1),
+        (
+            "two records in a member",
+            [&good[..], &two[..], &good[..]].concat(),
+            1,
+        ),
+        ("a plain WARC", record(5, "hello").into_bytes(), 0),
+    ];
+    for (what, data, whole) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let s = settings(dir.path(), 1 << 40, WarcVersion::V1_1);
+        fs::create_dir_all(&s.warc_dir).unwrap();
+        let open = s
+            .warc_dir
+            .join("ARCHIVER-20261130233813123-00000-1~h.warc.gz.open");
+        fs::write(&open, &data).unwrap();
+        let r = recover_open_files(&s).unwrap().remove(0);
+        assert_eq!(r.records_kept, whole, "{what}");
+        assert_eq!(r.removed, whole == 0, "{what}");
+        let kept = if whole == 0 { 0 } else { good.len() };
+        assert_eq!(r.bytes_cut, (data.len() - kept) as u64, "{what}");
+        if whole > 0 {
+            assert_eq!(fs::read(&r.path).unwrap(), good, "{what}");
+        }
+    }
+}
