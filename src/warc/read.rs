@@ -167,11 +167,7 @@ pub(crate) fn walk_range<V: Visitor>(
         skim_buf: vec![0; SKIM_CHUNK],
         stop,
     };
-    if gzip {
-        walker.walk_gzip(visitor)?;
-    } else {
-        walker.walk_plain(visitor)?;
-    }
+    walker.walk_records(visitor, gzip)?;
     Ok(walker.src.pos)
 }
 
@@ -266,13 +262,24 @@ impl Walker<'_> {
         }
     }
 
-    fn walk_gzip<V: Visitor>(&mut self, visitor: &mut V) -> Result<(), IndexError> {
+    /// Reads record after record: gzip members, or plain records after the blank lines that
+    /// end the one before. After damage the walk resumes at the next gzip magic (or `WARC/` at
+    /// a line start) after the damaged record's first byte.
+    fn walk_records<V: Visitor>(&mut self, visitor: &mut V, gzip: bool) -> Result<(), IndexError> {
+        let resync: &[u8] = if gzip { &[0x1f, 0x8b, 0x08] } else { b"WARC/" };
         loop {
+            if !gzip {
+                skip_blank_lines(&mut self.src).map_err(|e| self.io(e))?;
+            }
             let offset = self.src.pos;
             if offset >= self.stop {
                 break;
             }
-            let step = self.gzip_record(offset, visitor);
+            let step = if gzip {
+                self.gzip_record(offset, visitor)
+            } else {
+                self.plain_record(offset, visitor)
+            };
             self.check_disk()?;
             match step {
                 Ok(Step::Record(span, head, item)) => {
@@ -285,7 +292,7 @@ impl Walker<'_> {
                 Err(RecordError::Fatal(e)) => return Err(e),
                 Err(RecordError::Damage(message)) => {
                     self.damaged(offset, message);
-                    match self.src.find(offset + 1, &[0x1f, 0x8b, 0x08], false) {
+                    match self.src.find(offset + 1, resync, !gzip) {
                         Ok(Some(_)) => {}
                         Ok(None) => break,
                         Err(e) => return Err(self.io(e)),
@@ -448,35 +455,6 @@ impl Walker<'_> {
             }
         }
         Ok(None)
-    }
-
-    fn walk_plain<V: Visitor>(&mut self, visitor: &mut V) -> Result<(), IndexError> {
-        loop {
-            skip_blank_lines(&mut self.src).map_err(|e| self.io(e))?;
-            let offset = self.src.pos;
-            let step = self.plain_record(offset, visitor);
-            self.check_disk()?;
-            match step {
-                Ok(Step::Record(span, head, item)) => {
-                    self.resumed(visitor, offset);
-                    self.records += 1;
-                    visitor.done(span, head, item);
-                }
-                Ok(Step::Nothing) => {}
-                Ok(Step::End) => break,
-                Err(RecordError::Fatal(e)) => return Err(e),
-                Err(RecordError::Damage(message)) => {
-                    self.damaged(offset, message);
-                    match self.src.find(offset + 1, b"WARC/", true) {
-                        Ok(Some(_)) => {}
-                        Ok(None) => break,
-                        Err(e) => return Err(self.io(e)),
-                    }
-                }
-            }
-        }
-        self.give_up(visitor);
-        Ok(())
     }
 
     /// Reads the plain record at the current offset.
