@@ -25,6 +25,7 @@ use zip::write::SimpleFileOptions;
 use zip::{CompressionMethod, ZipWriter};
 
 use crate::commands::index::{self, InputError};
+use crate::warc::io::HashingWriter;
 
 /// Largest record block read to find a page's title.
 const MAX_TITLE_BLOCK: u64 = 4 * 1024 * 1024;
@@ -211,25 +212,6 @@ fn stored(size: u64) -> SimpleFileOptions {
         .large_file(size >= ZIP64_FROM)
 }
 
-/// A writer that hashes and counts what passes through it.
-struct Hashing<W: Write> {
-    inner: W,
-    hash: Sha256,
-    bytes: u64,
-}
-
-impl<W: Write> Write for Hashing<W> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let n = self.inner.write(buf)?;
-        self.hash.update(&buf[..n]);
-        self.bytes += n as u64;
-        Ok(n)
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        self.inner.flush()
-    }
-}
-
 /// Copies the file at `src` into the ZIP as `path`, hashing it on the way.
 fn add_file<W: Write + io::Seek>(
     zip: &mut ZipWriter<W>,
@@ -239,22 +221,15 @@ fn add_file<W: Write + io::Seek>(
     let mut input = File::open(src).map_err(io_at(src))?;
     let size = input.metadata().map_err(io_at(src))?.len();
     zip.start_file(path, stored(size))?;
-    let mut sink = Hashing {
-        inner: &mut *zip,
-        hash: Sha256::new(),
-        bytes: 0,
-    };
+    let mut sink = HashingWriter::<_, Sha256>::new(&mut *zip);
     io::copy(&mut input, &mut sink).map_err(io_at(src))?;
-    if sink.bytes != size {
+    if sink.count() != size {
         return Err(WaczError::Io {
             path: src.to_path_buf(),
             source: io::Error::other("the file changed while it was being packed"),
         });
     }
-    let hash = format!(
-        "sha256:{}",
-        data_encoding::HEXLOWER.encode(&sink.hash.finalize())
-    );
+    let hash = format!("sha256:{}", data_encoding::HEXLOWER.encode(&sink.finish()));
     Ok(Resource {
         name: path.rsplit('/').next().unwrap_or(path).to_string(),
         path: path.to_string(),
