@@ -72,6 +72,34 @@ impl WarcHead {
         Some(unwrapped.replace(' ', "%20"))
     }
 
+    /// The head of a record about to be written: the version line (`WARC/1.1`), no fields yet.
+    pub(crate) fn to_write(version: &str) -> WarcHead {
+        WarcHead {
+            version: format!("WARC/{version}"),
+            fields: Vec::with_capacity(12),
+        }
+    }
+
+    /// Adds a field after the others: the writer's order is the order in the file.
+    pub(crate) fn push(&mut self, name: &str, value: &str) {
+        self.fields.push((name.to_string(), value.to_string()));
+    }
+
+    /// The header block as written: the version line, the fields in order, Content-Length
+    /// (always last, from the block's length) and the blank line that ends the block.
+    pub(crate) fn to_block(&self, content_length: u64) -> Vec<u8> {
+        let length = content_length.to_string();
+        let fields = self.fields.iter().map(|(n, v)| (n.as_str(), v.as_str()));
+        let mut out = String::with_capacity(512);
+        out.push_str(&self.version);
+        out.push_str("\r\n");
+        for (name, value) in fields.chain([("Content-Length", length.as_str())]) {
+            push_field(&mut out, name, value);
+        }
+        out.push_str("\r\n");
+        out.into_bytes()
+    }
+
     /// Content-Length: `None` when missing, `Err` when not a number.
     pub fn content_length(&self) -> Option<Result<u64, String>> {
         let raw = self.get("Content-Length")?;
@@ -82,6 +110,15 @@ impl WarcHead {
                 .map_err(|_| format!("Content-Length {raw:?} is not a number")),
         )
     }
+}
+
+/// Appends `Name: value` and CRLF: a WARC header line, or a line of an `application/warc-fields`
+/// block (the warcinfo record's).
+pub(crate) fn push_field(out: &mut String, name: &str, value: &str) {
+    out.push_str(name);
+    out.push_str(": ");
+    out.push_str(value);
+    out.push_str("\r\n");
 }
 
 /// Whitespace as Python's `bytes.isspace()` / `str.rstrip()` sees it in an ASCII line (the

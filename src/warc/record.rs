@@ -8,6 +8,7 @@ use chrono::Utc;
 use flate2::write::GzEncoder;
 use flate2::Compression;
 
+use super::head::{push_field, WarcHead};
 use super::io::CountingWriter;
 use super::writer::OpenWarc;
 use super::{io_err, Exchange, Revisit, WarcError, WarcSettings, WarcVersion, COPY_BUF_BYTES};
@@ -57,25 +58,25 @@ pub(super) fn write_pair(
 ) -> Result<(u64, u64), WarcError> {
     let uri = ex.target_uri;
     let ip = ex.ip.map(|ip| ip.to_string());
-    let mut head = Head::new(version);
-    head.field("WARC-Type", "response");
-    head.field("WARC-Record-ID", response_id);
-    head.field("WARC-Date", date);
-    head.field("WARC-Target-URI", uri);
+    let mut head = new_head(version);
+    head.push("WARC-Type", "response");
+    head.push("WARC-Record-ID", response_id);
+    head.push("WARC-Date", date);
+    head.push("WARC-Target-URI", uri);
     if let Some(ip) = &ip {
-        head.field("WARC-IP-Address", ip);
+        head.push("WARC-IP-Address", ip);
     }
-    head.field("WARC-Warcinfo-ID", &cur.warcinfo_id);
-    head.field("WARC-Block-Digest", &ex.response.digest());
+    head.push("WARC-Warcinfo-ID", &cur.warcinfo_id);
+    head.push("WARC-Block-Digest", &ex.response.digest());
     if let Some(d) = &ex.payload_digest {
-        head.field("WARC-Payload-Digest", d);
+        head.push("WARC-Payload-Digest", d);
     }
     if let Some(t) = ex.truncated {
-        head.field("WARC-Truncated", t);
+        head.push("WARC-Truncated", t);
     }
-    head.field("Content-Type", CONTENT_TYPE_RESPONSE);
+    head.push("Content-Type", CONTENT_TYPE_RESPONSE);
     let len = ex.response.len();
-    let head = head.finish(len);
+    let head = head.to_block(len);
     let mut body = ex.response.reader().map_err(|source| WarcError::Spool {
         uri: uri.to_string(),
         source,
@@ -103,26 +104,26 @@ pub(super) fn write_revisit_pair(
     rv: &Revisit<'_>,
 ) -> Result<(u64, u64), WarcError> {
     let ip = rv.ip.map(|ip| ip.to_string());
-    let mut head = Head::new(version);
-    head.field("WARC-Type", "revisit");
-    head.field("WARC-Record-ID", revisit_id);
-    head.field("WARC-Date", date);
-    head.field("WARC-Target-URI", rv.target_uri);
+    let mut head = new_head(version);
+    head.push("WARC-Type", "revisit");
+    head.push("WARC-Record-ID", revisit_id);
+    head.push("WARC-Date", date);
+    head.push("WARC-Target-URI", rv.target_uri);
     if let Some(ip) = &ip {
-        head.field("WARC-IP-Address", ip);
+        head.push("WARC-IP-Address", ip);
     }
-    head.field("WARC-Warcinfo-ID", &cur.warcinfo_id);
-    head.field("WARC-Profile", version.revisit_profile());
+    head.push("WARC-Warcinfo-ID", &cur.warcinfo_id);
+    head.push("WARC-Profile", version.revisit_profile());
     if let Some(id) = rv.refers_to_record_id {
-        head.field("WARC-Refers-To", id);
+        head.push("WARC-Refers-To", id);
     }
-    head.field("WARC-Refers-To-Target-URI", rv.refers_to_uri);
-    head.field("WARC-Refers-To-Date", rv.refers_to_date);
-    head.field("WARC-Block-Digest", &sha1_of(rv.http_head));
-    head.field("WARC-Payload-Digest", &rv.payload_digest);
-    head.field("Content-Type", CONTENT_TYPE_RESPONSE);
+    head.push("WARC-Refers-To-Target-URI", rv.refers_to_uri);
+    head.push("WARC-Refers-To-Date", rv.refers_to_date);
+    head.push("WARC-Block-Digest", &sha1_of(rv.http_head));
+    head.push("WARC-Payload-Digest", &rv.payload_digest);
+    head.push("Content-Type", CONTENT_TYPE_RESPONSE);
     let len = rv.http_head.len() as u64;
-    let head = head.finish(len);
+    let head = head.to_block(len);
     let mut block = rv.http_head;
     let revisit = write_record(cur, &head, &mut block, len, rv.target_uri)?;
     let request = Request {
@@ -152,20 +153,20 @@ fn write_request(
     version: WarcVersion,
     rq: &Request<'_>,
 ) -> Result<(u64, u64), WarcError> {
-    let mut head = Head::new(version);
-    head.field("WARC-Type", "request");
-    head.field("WARC-Record-ID", &record_id());
-    head.field("WARC-Date", rq.date);
-    head.field("WARC-Target-URI", rq.uri);
+    let mut head = new_head(version);
+    head.push("WARC-Type", "request");
+    head.push("WARC-Record-ID", &record_id());
+    head.push("WARC-Date", rq.date);
+    head.push("WARC-Target-URI", rq.uri);
     if let Some(ip) = rq.ip {
-        head.field("WARC-IP-Address", ip);
+        head.push("WARC-IP-Address", ip);
     }
-    head.field("WARC-Concurrent-To", rq.concurrent_to);
-    head.field("WARC-Warcinfo-ID", &cur.warcinfo_id);
-    head.field("WARC-Block-Digest", &sha1_of(rq.bytes));
-    head.field("Content-Type", CONTENT_TYPE_REQUEST);
+    head.push("WARC-Concurrent-To", rq.concurrent_to);
+    head.push("WARC-Warcinfo-ID", &cur.warcinfo_id);
+    head.push("WARC-Block-Digest", &sha1_of(rq.bytes));
+    head.push("Content-Type", CONTENT_TYPE_REQUEST);
     let len = rq.bytes.len() as u64;
-    let head = head.finish(len);
+    let head = head.to_block(len);
     let mut block = rq.bytes;
     write_record(cur, &head, &mut block, len, rq.uri)
 }
@@ -218,12 +219,7 @@ fn write_record(
 pub(super) fn write_warcinfo(cur: &mut OpenWarc, settings: &WarcSettings) -> Result<(), WarcError> {
     let version = settings.version;
     let mut block = String::new();
-    let mut field = |name: &str, value: &str| {
-        block.push_str(name);
-        block.push_str(": ");
-        block.push_str(value);
-        block.push_str("\r\n");
-    };
+    let mut field = |name: &str, value: &str| push_field(&mut block, name, value);
     field("software", concat!("archiver/", env!("CARGO_PKG_VERSION")));
     field("format", &format!("WARC File Format {}", version.number()));
     field("conformsTo", version.conforms_to());
@@ -231,38 +227,22 @@ pub(super) fn write_warcinfo(cur: &mut OpenWarc, settings: &WarcSettings) -> Res
         field(name, value);
     }
     let block = block.into_bytes();
-    let mut head = Head::new(version);
-    head.field("WARC-Type", "warcinfo");
-    head.field("WARC-Record-ID", &cur.warcinfo_id);
-    head.field("WARC-Date", &version.format_date(Utc::now()));
-    head.field("WARC-Filename", &cur.name);
-    head.field("WARC-Block-Digest", &sha1_of(&block));
-    head.field("Content-Type", "application/warc-fields");
-    let head = head.finish(block.len() as u64);
+    let mut head = new_head(version);
+    head.push("WARC-Type", "warcinfo");
+    head.push("WARC-Record-ID", &cur.warcinfo_id);
+    head.push("WARC-Date", &version.format_date(Utc::now()));
+    head.push("WARC-Filename", &cur.name);
+    head.push("WARC-Block-Digest", &sha1_of(&block));
+    head.push("Content-Type", "application/warc-fields");
+    let head = head.to_block(block.len() as u64);
     let uri = cur.name.clone();
     write_record(cur, &head, &mut &block[..], block.len() as u64, &uri)?;
     Ok(())
 }
 
-/// Builds a record's header block in the order fields are added.
-struct Head(String);
-
-impl Head {
-    fn new(version: WarcVersion) -> Head {
-        Head(format!("WARC/{}\r\n", version.number()))
-    }
-    fn field(&mut self, name: &str, value: &str) {
-        self.0.push_str(name);
-        self.0.push_str(": ");
-        self.0.push_str(value);
-        self.0.push_str("\r\n");
-    }
-    /// Adds Content-Length (always last) and the blank line that ends the header block.
-    fn finish(mut self, content_length: u64) -> Vec<u8> {
-        self.field("Content-Length", &content_length.to_string());
-        self.0.push_str("\r\n");
-        self.0.into_bytes()
-    }
+/// A record's head to be filled in the order of the file.
+fn new_head(version: WarcVersion) -> WarcHead {
+    WarcHead::to_write(version.number())
 }
 
 /// `<urn:uuid:…>` with a random (v4) UUID.
