@@ -17,6 +17,7 @@ use anyhow::Context as _;
 use tokio::sync::Notify;
 use url::Url;
 
+use super::archived::ArchivedBefore;
 use super::disposition::Archive;
 use super::journal::Journal;
 use super::locks::Ordered;
@@ -64,18 +65,19 @@ pub(super) struct Crawler {
 }
 
 impl Crawler {
-    /// Opens the output folder, the WARC writer and the logs. Also returns the URLs found
-    /// archived in WARCs recovered at start (for `Sched::resume`).
+    /// Opens the output folder, the WARC writer and the logs. Also returns what the last run
+    /// archived, as far as recovery and the closed WARCs' indexes tell (for `Sched::resume`).
     pub(super) fn open(
         profile: Profile,
         resolve_tx: tokio::sync::mpsc::UnboundedSender<ResolveRequest>,
-    ) -> anyhow::Result<(Crawler, HashSet<String>)> {
+    ) -> anyhow::Result<(Crawler, ArchivedBefore)> {
         let out = profile.output_dir.clone();
         std::fs::create_dir_all(&out)
             .with_context(|| format!("cannot create the output folder {}", out.display()))?;
         // The state first: another crawl's state folder must stop us before anything is written.
         let frontier = open_frontier(&profile)?;
         let settings = warc_settings(&profile);
+        let index_dir = settings.index_dir.clone();
         let recovered = crate::warc::recover_open_files(&settings)
             .with_context(|| format!("cannot close the unfinished WARCs in {}", out.display()))?;
         let warc = WarcWriter::new(settings)
@@ -152,6 +154,8 @@ impl Crawler {
             },
             &runlog,
         );
+        let last_start = runs.runs.last().map(|r| r.started.as_str());
+        let archived = ArchivedBefore::new(archived, &index_dir, last_start);
         let crawler = Crawler {
             scope: Scope::new(profile.scope.clone(), &profile.seeds),
             rules: ScopeRules::new(&profile.rules, &profile.scope.include),

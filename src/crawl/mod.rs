@@ -25,6 +25,7 @@
 //! | `journal` | crawl.log, statistics, refusals.log: the one place drops are logged | — |
 //! | `shared` | the scheduler's side of a shared (PostgreSQL) frontier: leases, polls | — |
 
+mod archived;
 mod candidates;
 mod decide;
 mod disposition;

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use url::Url;
 
+use super::archived::ArchivedBefore;
 use super::candidates::{self, Dropped};
 use crate::frontier::{Candidate, Frontier, FrontierError};
 use crate::logs::crawllog::status;
@@ -410,10 +411,12 @@ impl Sched {
     /// Returns how many URLs were in flight.
     pub(super) fn resume(
         &mut self,
-        archived: &HashSet<String>,
+        archived: &ArchivedBefore,
         clock: Clock,
     ) -> Result<usize, FrontierError> {
         let flying = self.frontier.in_flight()?;
+        let urls: Vec<&str> = flying.iter().map(|(_, c)| c.url.as_str()).collect();
+        let archived = archived.find(&urls);
         let mut done = 0;
         let in_flight = flying.len();
         for (site, candidate) in flying {

@@ -297,3 +297,35 @@ fn a_robots_txt_redirected_elsewhere_waits_for_the_other_servers_budget() {
     let (_, job) = go(f.turn());
     assert!(matches!(job, Job::Fetch { origin, .. } if origin == SITE));
 }
+
+#[test]
+fn on_resume_urls_in_flight_but_archived_in_a_closed_warc_are_done_not_fetched_again() {
+    let mut f = Fixture::new(100);
+    let origin = "http://127.0.0.1:8000";
+    for path in ["/a", "/b", "/c"] {
+        let c = Candidate::seed(Url::parse(&format!("{origin}{path}")).unwrap());
+        f.sched.frontier.push(origin, c).unwrap();
+    }
+    // All three in flight when the last run was killed: /a's record went into a WARC the writer
+    // closed (its index written) before the frontier heard of it, /b's into an `.open` WARC that
+    // recovery closed, /c was never written.
+    for _ in 0..3 {
+        f.sched.frontier.pop(origin).unwrap().unwrap();
+    }
+    let index = tempfile::tempdir().unwrap();
+    std::fs::write(
+        index.path().join("A-00001.cdxj"),
+        format!("127,0,0,1:8000)/a 20261202000000 {{\"url\": \"{origin}/a\"}}\n"),
+    )
+    .unwrap();
+    let recovered = HashSet::from([format!("{origin}/b")]);
+    let started = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string();
+    let archived = ArchivedBefore::new(recovered, index.path(), Some(&started));
+    let in_flight = f.sched.resume(&archived, f.clock).unwrap();
+    assert_eq!(in_flight, 3);
+    assert!(f.sched.frontier.in_flight().unwrap().is_empty());
+    // Only /c is queued again.
+    assert_eq!(f.sched.frontier.total_queued(), 1);
+    let next = f.sched.frontier.pop(origin).unwrap().unwrap();
+    assert_eq!(next.url.path(), "/c");
+}
