@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # tools/bench/render.sh: what rendering costs (issue 12).
 #
-# Usage: tools/bench/render.sh         (from any folder; about a minute)
+# Usage: tools/bench/render.sh         (from any folder; about a minute once built)
 #
 # Serves a loopback single-page-app site (an ordinary index page linking BENCH_PAGES app shells;
 # each shell's script loads a JSON document, then shows its items, links and an image) and
 # crawls it twice with the release crawler, no delay of our own: once with
 # `[browser] render = "never"` (the shells archived as served), once with `render = "empty"` and
 # `max_share = 1` (every shell rendered in headless Chromium, each of its requests fetched by the
-# crawler). It reports pages rendered per minute and the peak resident memory of Chromium's whole
-# process tree (sampled every 0.1 s), next to the crawler's own.
+# crawler). It reports pages rendered per minute and the peak memory of Chromium's whole process
+# tree (sampled every 0.1 s), next to the crawler's own: the sum of the resident sizes (RSS, which
+# counts pages shared between Chromium's processes once per process) and the sum of the
+# proportional set sizes (PSS, shared pages split between their processes: what the machine
+# really gave it).
 #
 # Environment:
 #   BENCH_PAGES=N      app shells in the site (default 40)
@@ -127,22 +130,25 @@ def children():
         except OSError: continue
         kids.setdefault(int(fields[1]), []).append((int(pid), comm))
     return kids
-def rss(pid):
+def field(path, name):
     try:
-        with open("/proc/%d/status" % pid) as f:
+        with open(path) as f:
             for line in f:
-                if line.startswith("VmRSS:"): return int(line.split()[1])
+                if line.startswith(name): return int(line.split()[1])
     except OSError: pass
     return 0
-peak_browser = peak_crawler = 0
+def rss(pid): return field("/proc/%d/status" % pid, "VmRSS:")
+def pss(pid): return field("/proc/%d/smaps_rollup" % pid, "Pss:")
+peak_browser = peak_pss = peak_crawler = 0
 while os.path.exists("/proc/%d" % root):
     kids = children()
-    browser, todo = 0, [p for p, _ in kids.get(root, [])]
+    browser, shared, todo = 0, 0, [p for p, _ in kids.get(root, [])]
     while todo:
-        p = todo.pop(); browser += rss(p); todo += [c for c, _ in kids.get(p, [])]
-    peak_browser = max(peak_browser, browser); peak_crawler = max(peak_crawler, rss(root))
+        p = todo.pop(); browser += rss(p); shared += pss(p); todo += [c for c, _ in kids.get(p, [])]
+    peak_browser = max(peak_browser, browser); peak_pss = max(peak_pss, shared)
+    peak_crawler = max(peak_crawler, rss(root))
     time.sleep(0.1)
-print(peak_crawler, peak_browser)
+print(peak_crawler, peak_browser, peak_pss)
 PY
 
 run() {  # run NAME RENDER -> "seconds rendered crawler_kib browser_kib"
@@ -161,16 +167,16 @@ run() {  # run NAME RENDER -> "seconds rendered crawler_kib browser_kib"
     echo "$(python3 -c "print(round($end - $start, 2))") $rendered $urls $peaks"
 }
 
-read -r T0 R0 U0 C0 B0 < <(run never never)
-read -r T1 R1 U1 C1 B1 < <(run empty empty)
+read -r T0 R0 U0 C0 B0 P0 < <(run never never)
+read -r T1 R1 U1 C1 B1 P1 < <(run empty empty)
 RATE=$(python3 -c "print(round($R1 / $T1 * 60, 1) if $T1 > 0 else 0)")
 {
     echo "# tools/bench/render.sh ($PAGES app shells, sites_at_once = $TABS, $(date -u +%Y-%m-%d))"
     echo
-    echo "| run | wall time | URLs in crawl.log | pages rendered | crawler peak RSS | Chromium peak RSS (whole tree) |"
-    echo "| --- | --- | --- | --- | --- | --- |"
-    echo "| render = \"never\" | ${T0} s | $U0 | $R0 | $((C0 / 1024)) MiB | $((B0 / 1024)) MiB |"
-    echo "| render = \"empty\" | ${T1} s | $U1 | $R1 | $((C1 / 1024)) MiB | $((B1 / 1024)) MiB |"
+    echo "| run | wall time | URLs in crawl.log | pages rendered | crawler peak RSS | Chromium peak RSS (whole tree) | Chromium peak PSS (whole tree) |"
+    echo "| --- | --- | --- | --- | --- | --- | --- |"
+    echo "| render = \"never\" | ${T0} s | $U0 | $R0 | $((C0 / 1024)) MiB | $((B0 / 1024)) MiB | $((P0 / 1024)) MiB |"
+    echo "| render = \"empty\" | ${T1} s | $U1 | $R1 | $((C1 / 1024)) MiB | $((B1 / 1024)) MiB | $((P1 / 1024)) MiB |"
     echo
     echo "Rendered: $RATE pages per minute."
 } | tee "$OUT/../render.md"
