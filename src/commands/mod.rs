@@ -4,6 +4,7 @@
 
 pub mod about;
 pub mod diff;
+pub(crate) mod http;
 pub mod index;
 pub mod optout;
 pub mod status;

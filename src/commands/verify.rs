@@ -12,12 +12,12 @@
 //! `--index`). Per file: one gzip member per record (a file gzipped as one stream is said so,
 //! and its records are still checked), gzip CRCs, truncation.
 //!
-//! Reading goes through the one member walker of [`crate::commands::index`] (inflating everything, CRCs
-//! checked); files are spread over the CPU cores.
+//! Reading goes through the one member walker of [`crate::warc::read`] (inflating everything,
+//! CRCs checked); files are spread over the CPU cores.
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read};
+use std::io::{self, BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -25,10 +25,9 @@ use std::sync::Mutex;
 use sha1::{Digest, Sha1};
 use sha2::Sha256;
 
+use crate::commands::http::{is_chunked, read_head, Dechunker};
 use crate::commands::index::{self, IndexError, Problem, Span, Visitor, WarcHead};
 
-/// The HTTP head read off a block to find where the payload starts, at most.
-const MAX_HTTP_HEAD: usize = 1024 * 1024;
 /// The values WARC 1.1 §5.13 allows for WARC-Truncated.
 const TRUNCATED_REASONS: [&str; 4] = ["length", "time", "disconnect", "unspecified"];
 
@@ -560,12 +559,12 @@ impl Checker {
         let mut http_head_missing = false;
         if is_http && payload_digest.is_some() {
             let mut http = Vec::new();
-            let ended = read_http_head(block, &mut http)?;
+            let ended = read_head(block, &mut http)?;
             whole.update(&http);
             read += http.len() as u64;
             if !ended {
                 http_head_missing = true;
-            } else if is_chunked(&http) {
+            } else if is_chunked(&String::from_utf8_lossy(&http)) {
                 dechunked = Some((Hashes::new(sha256), Dechunker::default()));
             }
         }
@@ -742,163 +741,9 @@ impl Visitor for Checker {
     }
 }
 
-/// Reads an HTTP head (through the first empty line) into `head`; `false` when the block
-/// ended (or grew too long) first.
-fn read_http_head(block: &mut dyn BufRead, head: &mut Vec<u8>) -> io::Result<bool> {
-    loop {
-        let start = head.len();
-        let n = Read::take(&mut *block, 64 * 1024).read_until(b'\n', head)?;
-        if n == 0 || head.len() > MAX_HTTP_HEAD {
-            return Ok(false);
-        }
-        let line = &head[start..];
-        if line == b"\r\n" || line == b"\n" {
-            return Ok(true);
-        }
-    }
-}
-
-/// Whether the HTTP head says `Transfer-Encoding: chunked`.
-fn is_chunked(head: &[u8]) -> bool {
-    String::from_utf8_lossy(head).lines().skip(1).any(|l| {
-        l.split_once(':').is_some_and(|(n, v)| {
-            n.trim().eq_ignore_ascii_case("transfer-encoding")
-                && v.to_ascii_lowercase().contains("chunked")
-        })
-    })
-}
-
-/// The body without its chunked framing; a body that is not chunked after all comes back as
-/// it is.
-pub fn dechunk(body: &[u8]) -> Vec<u8> {
-    let mut d = Dechunker::default();
-    let mut out = Vec::with_capacity(body.len());
-    d.feed(body, |piece| out.extend_from_slice(piece));
-    if d.unframed() {
-        return body.to_vec();
-    }
-    out
-}
-
-/// Removes chunked framing (RFC 9112 §7.1) from a stream fed piece by piece.
-#[derive(Default)]
-struct Dechunker {
-    state: ChunkState,
-    size_line: Vec<u8>,
-    /// Chunk data seen so far (a body broken before any is not chunked at all).
-    data: u64,
-}
-
-#[derive(Default, PartialEq, Eq)]
-enum ChunkState {
-    /// Reading a chunk-size line.
-    #[default]
-    Size,
-    /// Inside chunk data, this many bytes left.
-    Data(u64),
-    /// The CRLF after chunk data.
-    DataEnd,
-    /// After the last chunk: trailers, until an empty line.
-    Trailer,
-    Done,
-    Broken,
-}
-
-impl Dechunker {
-    fn feed(&mut self, mut input: &[u8], mut out: impl FnMut(&[u8])) {
-        while !input.is_empty() {
-            match self.state {
-                ChunkState::Size | ChunkState::Trailer => {
-                    let Some(nl) = input.iter().position(|&b| b == b'\n') else {
-                        self.size_line.extend_from_slice(input);
-                        if self.size_line.len() > 4096 {
-                            self.state = ChunkState::Broken;
-                        }
-                        return;
-                    };
-                    self.size_line.extend_from_slice(&input[..nl]);
-                    input = &input[nl + 1..];
-                    let line = String::from_utf8_lossy(&self.size_line).trim().to_string();
-                    self.size_line.clear();
-                    if self.state == ChunkState::Trailer {
-                        if line.is_empty() {
-                            self.state = ChunkState::Done;
-                        }
-                        continue;
-                    }
-                    let hex = line.split(';').next().unwrap_or("").trim();
-                    self.state = match u64::from_str_radix(hex, 16) {
-                        Ok(0) => ChunkState::Trailer,
-                        Ok(n) => ChunkState::Data(n),
-                        Err(_) => ChunkState::Broken,
-                    };
-                }
-                ChunkState::Data(left) => {
-                    let n = (left.min(input.len() as u64)) as usize;
-                    out(&input[..n]);
-                    self.data += n as u64;
-                    input = &input[n..];
-                    self.state = if left == n as u64 {
-                        ChunkState::DataEnd
-                    } else {
-                        ChunkState::Data(left - n as u64)
-                    };
-                }
-                ChunkState::DataEnd => {
-                    let Some(nl) = input.iter().position(|&b| b == b'\n') else {
-                        if input.iter().any(|&b| b != b'\r') {
-                            self.state = ChunkState::Broken;
-                        }
-                        return;
-                    };
-                    if input[..nl].iter().any(|&b| b != b'\r') {
-                        self.state = ChunkState::Broken;
-                        return;
-                    }
-                    input = &input[nl + 1..];
-                    self.state = ChunkState::Size;
-                }
-                // Anything after the end is not payload (as warcio's and our fetcher's
-                // reading of a chunked body stops there).
-                ChunkState::Done | ChunkState::Broken => return,
-            }
-        }
-    }
-
-    /// The last chunk was seen (a body cut before it counts as broken framing).
-    fn complete(&self) -> bool {
-        matches!(self.state, ChunkState::Done | ChunkState::Trailer)
-    }
-
-    /// The body does not start with a chunk at all: stored de-chunked although the head still
-    /// says chunked (some recorders do this).
-    fn unframed(&self) -> bool {
-        self.state == ChunkState::Broken && self.data == 0
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn dechunk(pieces: &[&[u8]]) -> (Vec<u8>, bool) {
-        let mut d = Dechunker::default();
-        let mut out = Vec::new();
-        for p in pieces {
-            d.feed(p, |b| out.extend_from_slice(b));
-        }
-        (out, d.complete())
-    }
-
-    #[test]
-    fn chunks_are_unframed_however_the_input_is_cut() {
-        let body = b"5\r\nhello\r\n7;ext=1\r\n, world\r\n0\r\nX-T: 1\r\n\r\n";
-        assert_eq!(dechunk(&[body]), (b"hello, world".to_vec(), true));
-        let pieces: Vec<&[u8]> = body.chunks(1).collect();
-        assert_eq!(dechunk(&pieces), (b"hello, world".to_vec(), true));
-        assert!(!dechunk(&[b"5\r\nhel"]).1);
-        assert!(!dechunk(&[b"zz\r\nhello\r\n0\r\n\r\n"]).1);
-    }
 
     #[test]
     fn digests_parse_in_base32_and_hex() {

@@ -24,6 +24,7 @@ use sha2::{Digest, Sha256};
 use zip::write::SimpleFileOptions;
 use zip::{CompressionMethod, ZipWriter};
 
+use crate::commands::http;
 use crate::commands::index::{self, InputError};
 use crate::warc::io::HashingWriter;
 
@@ -402,25 +403,13 @@ fn write_pages(path: &Path, pages: &[Page]) -> Result<(), WaczError> {
 
 /// The `<title>` of the HTML page in the record at `offset`, if it has one.
 fn page_title(warc: &Path, offset: u64) -> Option<String> {
-    let (_, block) = index::read_record_at(warc, offset, MAX_TITLE_BLOCK).ok()?;
-    let head_end = block.windows(4).position(|w| w == b"\r\n\r\n")? + 4;
-    let head = String::from_utf8_lossy(&block[..head_end]).into_owned();
-    let header = |name: &str| {
-        head.lines()
-            .skip(1)
-            .filter_map(|l| l.split_once(':'))
-            .find(|(n, _)| n.trim().eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.trim().to_string())
-    };
-    let mut body = block[head_end..].to_vec();
-    if header("transfer-encoding").is_some_and(|v| v.to_ascii_lowercase().contains("chunked")) {
-        body = crate::commands::verify::dechunk(&body);
-    }
-    let decoded =
-        crate::extract::decode_body(header("content-encoding").as_deref(), &body[..], TITLE_SCAN);
-    let text =
-        String::from_utf8_lossy(&decoded.bytes[..decoded.bytes.len().min(TITLE_SCAN)]).into_owned();
-    title_in(&text)
+    // Broken chunking or a corrupt coding still leaves the start of the page, where the
+    // title is.
+    let payload = http::read_payload(warc, offset, MAX_TITLE_BLOCK, TITLE_SCAN).ok()??;
+    let bytes = &payload.body.bytes;
+    title_in(&String::from_utf8_lossy(
+        &bytes[..bytes.len().min(TITLE_SCAN)],
+    ))
 }
 
 /// The text of the first `<title>` element: entities for the usual characters decoded,

@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::cdx::canon;
+use crate::commands::http;
 use crate::commands::index::{self, IndexError};
 
 mod pages;
@@ -1209,31 +1210,17 @@ pub(crate) fn page_source(
             filename: filename.clone(),
             dirs: crawl.warc_dirs.clone(),
         })?;
-    let (_, block) = index::read_record_at(&path, offset, MAX_PAGE_BLOCK)?;
-    let (head, body) = split_http(&block).ok_or_else(|| page_err("no HTTP head".into()))?;
-    let header = |name: &str| {
-        head.lines()
-            .skip(1)
-            .filter_map(|l| l.split_once(':'))
-            .find(|(n, _)| n.trim().eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.trim().to_string())
-    };
-    let body = if header("transfer-encoding")
-        .is_some_and(|v| v.to_ascii_lowercase().contains("chunked"))
-    {
-        dechunk(body).ok_or_else(|| page_err("bad chunked body".into()))?
-    } else {
-        body.to_vec()
-    };
-    let decoded = crate::extract::decode_body(
-        header("content-encoding").as_deref(),
-        &body[..],
-        MAX_PAGE_BODY,
-    );
-    if let Some(e) = decoded.error {
-        return Err(page_err(e));
+    let payload = http::read_payload(&path, offset, MAX_PAGE_BLOCK, MAX_PAGE_BODY)?
+        .ok_or_else(|| page_err("no HTTP head".into()))?;
+    if payload.bad_chunking {
+        return Err(page_err("bad chunked body".into()));
     }
-    let mime = header("content-type")
+    let decoded = &payload.body;
+    if let Some(e) = &decoded.error {
+        return Err(page_err(e.clone()));
+    }
+    let mime = payload
+        .header("content-type")
         .unwrap_or_default()
         .to_ascii_lowercase();
     let text = decode_text(&decoded.bytes, &mime);
@@ -1246,35 +1233,6 @@ pub(crate) fn page_source(
         Ok((mime, text, decoded.bytes.len()))
     } else {
         Err(page_err(format!("not a text page ({mime})")))
-    }
-}
-
-/// HTTP head (as text) and body.
-fn split_http(block: &[u8]) -> Option<(String, &[u8])> {
-    let (end, sep) = match block.windows(4).position(|w| w == b"\r\n\r\n") {
-        Some(i) => (i, 4),
-        None => (block.windows(2).position(|w| w == b"\n\n")?, 2),
-    };
-    Some((
-        String::from_utf8_lossy(&block[..end]).into_owned(),
-        &block[end + sep..],
-    ))
-}
-
-/// Undoes chunked transfer coding; `None` when the framing is broken.
-fn dechunk(mut data: &[u8]) -> Option<Vec<u8>> {
-    let mut out = Vec::new();
-    loop {
-        let line_end = data.windows(2).position(|w| w == b"\r\n")?;
-        let size_text = std::str::from_utf8(&data[..line_end]).ok()?;
-        let size_hex = size_text.split(';').next()?.trim();
-        let size = usize::from_str_radix(size_hex, 16).ok()?;
-        data = &data[line_end + 2..];
-        if size == 0 {
-            return Some(out);
-        }
-        out.extend_from_slice(data.get(..size)?);
-        data = data.get(size + 2..)?;
     }
 }
 
