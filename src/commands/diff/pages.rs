@@ -6,7 +6,10 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::{diff_lines, html_escape, html_text, page_source, Capture, Crawl, Op};
+use super::cdxj::{Capture, Crawl};
+use super::lines::{diff_lines, Op};
+use super::page::{html_text, page_source};
+use super::report::html_escape;
 
 /// How a changed page changed.
 pub enum PageChange {
