@@ -20,7 +20,7 @@ use url::Url;
 use super::archived::ArchivedBefore;
 use super::disposition::Archive;
 use super::journal::Journal;
-use super::locks::Ordered;
+use super::locks::{InArchive, InJournal, InSched, Key, Ordered};
 use super::sched::{Gate, Limits, Outbox, ResolveRequest, Sched};
 use crate::config::Profile;
 use crate::frontier::Frontier;
@@ -45,9 +45,9 @@ pub(super) struct Crawler {
     pub(super) url_traps: Option<UrlTrapRules>,
     /// The repeated-content trap rule is on (its detector lives in the scheduler).
     pub(super) content_traps_on: bool,
-    sched: Ordered<Sched, 1>,
-    archive: Ordered<Archive, 2>,
-    journal: Ordered<Journal, 3>,
+    sched: Ordered<Sched, InSched>,
+    archive: Ordered<Archive, InArchive>,
+    journal: Ordered<Journal, InJournal>,
     /// Wakes the dispatcher: new work, a finished job, a resolved name, a stop.
     pub(super) wake: Notify,
     pub(super) runlog: RunLog,
@@ -185,7 +185,7 @@ impl Crawler {
     /// Lock 1: lends the scheduler to `f`, then (the lock released) carries out what it left
     /// to do: crawl.log lines for dropped URLs, run.log lines, name lookups, a stop, a wake-up.
     pub(super) fn with_sched<R>(&self, f: impl FnOnce(&mut Sched) -> R) -> R {
-        let (result, out) = self.sched.with(|s| {
+        let (result, out) = self.sched.with(&mut Key::none(), |s, _| {
             let result = f(s);
             (result, s.take_outbox())
         });
@@ -195,12 +195,12 @@ impl Crawler {
 
     /// Lock 2: the WARC writer and the digest index.
     pub(super) fn with_archive<R>(&self, f: impl FnOnce(&mut Archive) -> R) -> R {
-        self.archive.with(f)
+        self.archive.with(&mut Key::none(), |a, _| f(a))
     }
 
     /// Lock 3: crawl.log, the statistics, refusals.log and the run book.
     pub(super) fn with_journal<R>(&self, f: impl FnOnce(&mut Journal) -> R) -> R {
-        self.journal.with(f)
+        self.journal.with(&mut Key::none(), |j, _| f(j))
     }
 
     /// The scheduler's outbox, done in the order it was filled, kind by kind.
@@ -219,8 +219,9 @@ impl Crawler {
             }
         }
         if lost > 0 {
-            self.sched
-                .with(|s| (0..lost).for_each(|_| s.resolve_lost()));
+            self.sched.with(&mut Key::none(), |s, _| {
+                (0..lost).for_each(|_| s.resolve_lost())
+            });
         }
         if let Some(why) = out.failure {
             self.fail(why);
