@@ -33,7 +33,7 @@ pub enum CdpError {
 
 /// An event the browser sent, with the session it belongs to (none: the browser itself).
 #[derive(Debug, Clone)]
-pub struct Event {
+pub(crate) struct Event {
     pub method: String,
     pub params: Value,
     pub session: Option<String>,
@@ -43,7 +43,7 @@ type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Result<Value, String>>>>>;
 type Routes = Arc<Mutex<HashMap<String, mpsc::UnboundedSender<Event>>>>;
 
 /// A connection to one browser.
-pub struct Cdp {
+pub(crate) struct Cdp {
     out: mpsc::UnboundedSender<Message>,
     pending: Pending,
     routes: Routes,
@@ -53,7 +53,9 @@ pub struct Cdp {
 impl Cdp {
     /// Connects to `ws_url` (the browser's own endpoint, on loopback) and returns the client
     /// with the receiver of browser-level events.
-    pub async fn connect(ws_url: &str) -> Result<(Cdp, mpsc::UnboundedReceiver<Event>), CdpError> {
+    pub(crate) async fn connect(
+        ws_url: &str,
+    ) -> Result<(Cdp, mpsc::UnboundedReceiver<Event>), CdpError> {
         let (socket, _) = tokio_tungstenite::connect_async(ws_url)
             .await
             .map_err(|e| CdpError::Connect(e.to_string()))?;
@@ -91,7 +93,7 @@ impl Cdp {
     }
 
     /// Sends `method` (to `session`, or to the browser) and waits for its answer.
-    pub async fn call(
+    pub(crate) async fn call(
         &self,
         session: Option<&str>,
         method: &str,
@@ -124,7 +126,7 @@ impl Cdp {
 
     /// Sends `method` without waiting for its answer (answers to paused requests: the tab has
     /// nothing to do with them, and a request the page already gave up is no error).
-    pub fn send(&self, session: Option<&str>, method: &str, params: Value) {
+    pub(crate) fn send(&self, session: Option<&str>, method: &str, params: Value) {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let mut msg = json!({"id": id, "method": method, "params": params});
         if let Some(s) = session {
@@ -134,12 +136,12 @@ impl Cdp {
     }
 
     /// Routes the events of `session` to `to` from now on.
-    pub fn route(&self, session: &str, to: mpsc::UnboundedSender<Event>) {
+    pub(crate) fn route(&self, session: &str, to: mpsc::UnboundedSender<Event>) {
         lock(&self.routes).insert(session.to_string(), to);
     }
 
     /// Stops routing the events of `session`.
-    pub fn unroute(&self, session: &str) {
+    pub(crate) fn unroute(&self, session: &str) {
         lock(&self.routes).remove(session);
     }
 }

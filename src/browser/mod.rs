@@ -12,10 +12,10 @@
 //! - [`process`]: finding, starting and stopping the one Chromium process;
 //! - [`tab`]: rendering one page in its own tab, interception included.
 
-pub mod cdp;
-pub mod process;
-pub mod rule;
-pub mod tab;
+pub(crate) mod cdp;
+pub(crate) mod process;
+pub(crate) mod rule;
+pub(crate) mod tab;
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -14,7 +14,7 @@ use tokio::sync::Semaphore;
 use super::cdp::{Cdp, CdpError, Event};
 
 /// Names looked for on PATH when the profile names no executable, in this order.
-pub const CANDIDATES: &[&str] = &[
+pub(crate) const CANDIDATES: &[&str] = &[
     "chromium",
     "chromium-browser",
     "chromium-headless-shell",

@@ -17,9 +17,9 @@ use lol_html::{doc_text, element, text, HtmlRewriter, Settings};
 use url::Url;
 
 /// Visible characters below which a page counts as empty.
-pub const MAX_VISIBLE_CHARS: usize = 200;
+pub(crate) const MAX_VISIBLE_CHARS: usize = 200;
 /// Links to the page's own site above which it is an ordinary page.
-pub const MAX_SITE_LINKS: usize = 3;
+pub(crate) const MAX_SITE_LINKS: usize = 3;
 /// Only the page's first bytes are read: an app shell is small.
 const MAX_READ: usize = 1 << 20;
 

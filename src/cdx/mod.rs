@@ -9,7 +9,7 @@
 //! purpose.
 
 pub mod canon;
-pub mod sort;
+pub(crate) mod sort;
 
 use crate::cdx::canon::surt;
 pub use crate::cdx::sort::LineSorter;

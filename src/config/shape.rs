@@ -12,10 +12,10 @@ use super::RawProfile;
 
 /// One problem: the dotted key, whether it lies in the value (a type) rather than the key
 /// (an unknown key), and what is wrong.
-pub type Problem = (String, bool, String);
+pub(super) type Problem = (String, bool, String);
 
 /// Every unknown key and wrongly typed value of a parsed profile.
-pub fn shape_errors(doc: &toml::Table) -> Vec<Problem> {
+pub(super) fn shape_errors(doc: &toml::Table) -> Vec<Problem> {
     let mut problems = Vec::new();
     for (top, item) in doc {
         match item {

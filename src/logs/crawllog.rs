@@ -11,20 +11,20 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 /// Heritrix's status codes for URLs that got no HTTP answer.
-pub mod status {
-    pub const DNS_FAILED: i32 = -1;
+pub(crate) mod status {
+    pub(crate) const DNS_FAILED: i32 = -1;
     /// Not a URL the crawler can fetch (an empty or unparsable redirect `Location`).
-    pub const UNFETCHABLE_URI: i32 = -7;
-    pub const ROBOTS_PREREQUISITE_FAILED: i32 = -61;
-    pub const OUT_OF_SCOPE: i32 = -5000;
-    pub const BLOCKED_BY_USER: i32 = -5001;
-    pub const BLOCKED_BY_QUOTA: i32 = -5003;
-    pub const ROBOTS_PRECLUDED: i32 = -9998;
+    pub(crate) const UNFETCHABLE_URI: i32 = -7;
+    pub(crate) const ROBOTS_PREREQUISITE_FAILED: i32 = -61;
+    pub(crate) const OUT_OF_SCOPE: i32 = -5000;
+    pub(crate) const BLOCKED_BY_USER: i32 = -5001;
+    pub(crate) const BLOCKED_BY_QUOTA: i32 = -5003;
+    pub(crate) const ROBOTS_PRECLUDED: i32 = -9998;
 }
 
 /// One crawl.log line.
 #[derive(Debug, Default)]
-pub struct Entry<'a> {
+pub(crate) struct Entry<'a> {
     pub status: i32,
     /// Response body bytes (after transfer decoding), if fetched.
     pub size: Option<u64>,
@@ -43,14 +43,14 @@ pub struct Entry<'a> {
 }
 
 /// An open crawl.log.
-pub struct CrawlLog {
+pub(crate) struct CrawlLog {
     out: BufWriter<File>,
 }
 
 impl CrawlLog {
     /// Opens (appending to) `path`. A last line torn by a crash is ended first, so the next
     /// line starts on a line of its own.
-    pub fn open(path: &Path) -> io::Result<CrawlLog> {
+    pub(crate) fn open(path: &Path) -> io::Result<CrawlLog> {
         let mut file = OpenOptions::new()
             .create(true)
             .append(true)
@@ -65,7 +65,7 @@ impl CrawlLog {
     }
 
     /// Writes one line and hands it to the OS, so a crash loses at most the line being written.
-    pub fn write(&mut self, entry: &Entry<'_>) -> io::Result<()> {
+    pub(crate) fn write(&mut self, entry: &Entry<'_>) -> io::Result<()> {
         let line = format_line(Utc::now(), entry);
         self.out.write_all(line.as_bytes())?;
         self.out.write_all(b"\n")?;
@@ -87,7 +87,7 @@ fn ends_unfinished(file: &mut File) -> io::Result<bool> {
 
 /// The fields of a crawl.log line read back: those the reports count, and where the record is.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Parsed {
+pub(crate) struct Parsed {
     pub status: i32,
     pub size: Option<u64>,
     pub uri: String,
@@ -100,7 +100,7 @@ pub struct Parsed {
 }
 
 /// Reads back a line written by [`format_line`]; None when it is not one (a torn line).
-pub fn parse_line(line: &str) -> Option<Parsed> {
+pub(crate) fn parse_line(line: &str) -> Option<Parsed> {
     // The first twelve fields hold no spaces; the thirteenth (JSON) may.
     let mut rest = line;
     let _time = field(&mut rest)?;
@@ -152,7 +152,7 @@ fn field<'a>(rest: &mut &'a str) -> Option<&'a str> {
 
 /// An annotation as crawl.log writes it (no spaces), so counts made while writing and counts
 /// read back agree.
-pub fn clean_annotation(a: &str) -> String {
+pub(crate) fn clean_annotation(a: &str) -> String {
     a.replace(' ', "_")
 }
 
@@ -165,7 +165,7 @@ fn dash(s: Option<&str>) -> &str {
 
 /// Formats a line at log time `now` (without the newline). Spaces inside a field would break
 /// the format, so they are percent-escaped in URIs and replaced elsewhere.
-pub fn format_line(now: DateTime<Utc>, e: &Entry<'_>) -> String {
+pub(crate) fn format_line(now: DateTime<Utc>, e: &Entry<'_>) -> String {
     let size = e.size.map_or_else(|| "-".to_string(), |s| s.to_string());
     let fetch = e.fetch.map_or_else(
         || "-".to_string(),

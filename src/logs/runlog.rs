@@ -16,7 +16,7 @@ use chrono::{DateTime, Utc};
 use crate::politeness::Refusals;
 
 /// Seconds since the Unix epoch as an ISO date.
-pub fn format_epoch(secs: u64) -> String {
+pub(crate) fn format_epoch(secs: u64) -> String {
     i64::try_from(secs)
         .ok()
         .and_then(|s| DateTime::<Utc>::from_timestamp(s, 0))
@@ -36,12 +36,12 @@ fn append(path: &Path) -> anyhow::Result<BufWriter<File>> {
 }
 
 /// `run.log`: one timestamped line per decision worth knowing later.
-pub struct RunLog {
+pub(crate) struct RunLog {
     out: Mutex<BufWriter<File>>,
 }
 
 impl RunLog {
-    pub fn open(path: &Path) -> anyhow::Result<RunLog> {
+    pub(crate) fn open(path: &Path) -> anyhow::Result<RunLog> {
         Ok(RunLog {
             out: Mutex::new(append(path)?),
         })
@@ -49,7 +49,7 @@ impl RunLog {
 
     /// Writes a line (and the same on the tracing log). Failures are reported, not fatal: this
     /// log explains the crawl, it is not the crawl.
-    pub fn line(&self, text: &str) {
+    pub(crate) fn line(&self, text: &str) {
         tracing::info!("{text}");
         let mut out = self.out.lock().unwrap_or_else(|p| p.into_inner());
         let now = Utc::now().format("%Y-%m-%dT%H:%M:%S%.3fZ");
@@ -63,16 +63,16 @@ impl RunLog {
 }
 
 /// `refusals.log`: time, host, IP, URL, status, marker — tab-separated.
-pub struct RefusalLog {
+pub(crate) struct RefusalLog {
     out: BufWriter<File>,
 }
 
 impl RefusalLog {
-    pub fn open(path: &Path) -> anyhow::Result<RefusalLog> {
+    pub(crate) fn open(path: &Path) -> anyhow::Result<RefusalLog> {
         Ok(RefusalLog { out: append(path)? })
     }
 
-    pub fn write(
+    pub(crate) fn write(
         &mut self,
         host: &str,
         ip: IpAddr,
@@ -98,7 +98,7 @@ struct SiteMemory {
 }
 
 /// Per-site facts that outlive one run (suspensions, Retry-After floors), saved as JSON.
-pub struct SiteBook {
+pub(crate) struct SiteBook {
     path: PathBuf,
     sites: BTreeMap<String, SiteMemory>,
     dirty: bool,
@@ -107,7 +107,7 @@ pub struct SiteBook {
 impl SiteBook {
     /// Loads the book, or starts an empty one. A damaged file is an error: silently forgetting
     /// a suspension would send us straight back to a site that asked us to go away.
-    pub fn load(path: &Path) -> anyhow::Result<SiteBook> {
+    pub(crate) fn load(path: &Path) -> anyhow::Result<SiteBook> {
         let sites = match std::fs::read(path) {
             Ok(bytes) => serde_json::from_slice(&bytes)
                 .with_context(|| format!("{} is damaged; fix or remove it", path.display()))?,
@@ -124,7 +124,7 @@ impl SiteBook {
     }
 
     /// What is known of a site's refusals (nothing for a new site).
-    pub fn refusals(&self, origin: &str) -> Refusals {
+    pub(crate) fn refusals(&self, origin: &str) -> Refusals {
         self.sites
             .get(origin)
             .map(|m| m.refusals.clone())
@@ -132,20 +132,20 @@ impl SiteBook {
     }
 
     /// The pause a site asked for with `Retry-After`, if it ever did.
-    pub fn retry_after(&self, origin: &str) -> Option<std::time::Duration> {
+    pub(crate) fn retry_after(&self, origin: &str) -> Option<std::time::Duration> {
         let secs = self.sites.get(origin)?.retry_after?;
         std::time::Duration::try_from_secs_f64(secs).ok()
     }
 
     /// Records a site's refusals; sites with nothing to remember are left out.
-    pub fn set(&mut self, origin: &str, r: &Refusals) {
+    pub(crate) fn set(&mut self, origin: &str, r: &Refusals) {
         let mut m = self.sites.get(origin).cloned().unwrap_or_default();
         m.refusals = r.clone();
         self.store(origin, m);
     }
 
     /// Records the site's `Retry-After` floor.
-    pub fn set_retry_after(&mut self, origin: &str, pause: std::time::Duration) {
+    pub(crate) fn set_retry_after(&mut self, origin: &str, pause: std::time::Duration) {
         let mut m = self.sites.get(origin).cloned().unwrap_or_default();
         m.retry_after = Some(pause.as_secs_f64());
         self.store(origin, m);
@@ -169,7 +169,7 @@ impl SiteBook {
     }
 
     /// Writes the book atomically (temp file, then rename).
-    pub fn save(&mut self) -> anyhow::Result<()> {
+    pub(crate) fn save(&mut self) -> anyhow::Result<()> {
         if !self.dirty {
             return Ok(());
         }
@@ -211,7 +211,7 @@ impl Run {
 }
 
 /// `state/runs.json`: every run of the crawl, so the reports can list them.
-pub struct RunBook {
+pub(crate) struct RunBook {
     path: PathBuf,
     pub runs: Vec<Run>,
     started: Option<std::time::Instant>,
@@ -221,7 +221,7 @@ impl RunBook {
     /// Loads the runs so far. A run still marked running was killed (it never ended). A
     /// damaged file is kept aside as `runs.json.damaged` and a new list begins: the list only
     /// describes the crawl, and the crawl itself (frontier, crawl.log) is intact.
-    pub fn load(path: &Path, runlog: &RunLog) -> RunBook {
+    pub(crate) fn load(path: &Path, runlog: &RunLog) -> RunBook {
         let mut runs: Vec<Run> = match std::fs::read(path) {
             Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|e| {
                 let aside = path.with_extension("json.damaged");
@@ -248,7 +248,7 @@ impl RunBook {
     }
 
     /// Records the start of a run.
-    pub fn start(&mut self) -> anyhow::Result<()> {
+    pub(crate) fn start(&mut self) -> anyhow::Result<()> {
         self.started = Some(std::time::Instant::now());
         self.runs.push(Run {
             started: Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string(),
@@ -261,7 +261,7 @@ impl RunBook {
     }
 
     /// Updates the current run (its URLs so far, and how it ended when `outcome` is final).
-    pub fn update(&mut self, urls: u64, outcome: Option<&str>) {
+    pub(crate) fn update(&mut self, urls: u64, outcome: Option<&str>) {
         let elapsed = self.started.map_or(0.0, |t| t.elapsed().as_secs_f64());
         if let (Some(run), Some(_)) = (self.runs.last_mut(), self.started) {
             run.urls = urls;
@@ -274,7 +274,7 @@ impl RunBook {
     }
 
     /// Writes the list atomically.
-    pub fn save(&self) -> anyhow::Result<()> {
+    pub(crate) fn save(&self) -> anyhow::Result<()> {
         if let Some(dir) = self.path.parent() {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("cannot create {}", dir.display()))?;

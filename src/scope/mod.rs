@@ -7,7 +7,7 @@
 
 pub mod optout;
 pub mod rules;
-pub mod session;
+pub(crate) mod session;
 pub mod traps;
 
 use std::collections::HashSet;

@@ -29,7 +29,7 @@ use url::Url;
 /// alone, and ids of other lengths (Tomcat appends `.node1` to its 32 hex digits; PHP ids
 /// are often 26 characters). Where surt cuts a name mid-way (`?fsid=…&b=1` becomes `?fb=1`),
 /// this removes the whole parameter.
-pub fn strip_session_ids(url: &Url) -> Url {
+pub(crate) fn strip_session_ids(url: &Url) -> Url {
     let mut out = url.clone();
     let path = url.path();
     let stripped_path = strip_path_sessions(path);

@@ -12,7 +12,7 @@
 
 /// The five fields of an ARC header line.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ArcHeader {
+pub(crate) struct ArcHeader {
     pub url: String,
     pub ip: String,
     /// 14 digits (longer dates are cut to 14, as warcio does).
@@ -23,7 +23,7 @@ pub struct ArcHeader {
 
 impl ArcHeader {
     /// The version block every ARC file starts with.
-    pub fn is_filedesc(&self) -> bool {
+    pub(crate) fn is_filedesc(&self) -> bool {
         self.url.starts_with("filedesc://")
     }
 
@@ -31,7 +31,7 @@ impl ArcHeader {
     /// (its name as `WARC-Filename`), a `response` for everything else (Content-Type always
     /// `application/http;msgtype=response`, as warcio sets it). `extra` is what the header
     /// took beyond its line (the version block's two lines), which the block no longer holds.
-    pub fn warc_fields(&self, extra: u64) -> Vec<(String, String)> {
+    pub(crate) fn warc_fields(&self, extra: u64) -> Vec<(String, String)> {
         let field = |n: &str, v: &str| (n.to_string(), v.to_string());
         let mut fields = Vec::with_capacity(6);
         if self.is_filedesc() {
@@ -58,7 +58,7 @@ impl ArcHeader {
 
 /// Parses an ARC v1 header line (without its newline). `None` when it is not one: fewer than
 /// five fields or a date that is not at least 14 digits.
-pub fn parse_header_line(line: &str) -> Option<ArcHeader> {
+pub(crate) fn parse_header_line(line: &str) -> Option<ArcHeader> {
     let mut parts: Vec<&str> = line.rsplitn(5, ' ').collect();
     if parts.len() != 5 {
         return None;

@@ -19,13 +19,13 @@
 //! | `arc.rs` | ARC header lines turned into WARC fields, as warcio reads them |
 //! | `io.rs` | stream wrappers and file-system helpers shared by the format layer |
 
-pub mod arc;
+pub(crate) mod arc;
 mod check;
-pub mod head;
+pub(crate) mod head;
 pub(crate) mod io;
-pub mod member;
+pub(crate) mod member;
 mod naming;
-pub mod read;
+pub(crate) mod read;
 mod record;
 mod recover;
 mod writer;

@@ -12,7 +12,7 @@ use super::page::{html_text, page_source};
 use super::report::html_escape;
 
 /// How a changed page changed.
-pub enum PageChange {
+pub(super) enum PageChange {
     /// The text changed: both sizes (decoded body bytes) and the word diff as HTML.
     Content {
         sizes: (usize, usize),
@@ -41,7 +41,7 @@ static HREF: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// Compares one page's two captures, reading both from their WARCs.
-pub fn compare(old: (&Crawl, &Capture), new: (&Crawl, &Capture)) -> PageChange {
+pub(super) fn compare(old: (&Crawl, &Capture), new: (&Crawl, &Capture)) -> PageChange {
     if old.1.revisit || new.1.revisit {
         return PageChange::NotCompared("one side is a revisit record".into());
     }
@@ -84,7 +84,7 @@ fn links(html: &str) -> BTreeSet<String> {
 
 /// A word-level diff: removed words in `<del>`, added ones in `<ins>`, long unchanged runs cut
 /// to a few words around each change.
-pub fn word_diff_html(a: &str, b: &str) -> String {
+pub(super) fn word_diff_html(a: &str, b: &str) -> String {
     let wa: Vec<&str> = a.split_whitespace().collect();
     let wb: Vec<&str> = b.split_whitespace().collect();
     let ops = diff_lines(&wa, &wb);

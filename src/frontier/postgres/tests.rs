@@ -1,6 +1,8 @@
 //! The PostgreSQL frontier against a real server of its own.
 
+// The integration tests' helper, shared as is: its `pub` items are for them.
 #[path = "../../../tests/common/pg_cluster.rs"]
+#[allow(unreachable_pub)]
 mod pg_cluster;
 
 use super::*;
