@@ -280,6 +280,7 @@ fn three_workers_one_killed_finish_one_crawl_politely() {
     // asked twice only where worker 3 had them in flight; the survivors' shares of the work.
     let mut per_worker: HashMap<usize, usize> = HashMap::new();
     let mut asked: HashMap<String, Vec<usize>> = HashMap::new();
+    let mut robots: HashMap<String, usize> = HashMap::new();
     let mut worst = Duration::MAX;
     let mut total = 0;
     for site in &sites {
@@ -306,7 +307,10 @@ fn three_workers_one_killed_finish_one_crawl_politely() {
         for e in &ex {
             total += 1;
             *per_worker.entry(worker_of(e)).or_default() += 1;
-            if e.request.target != "/robots.txt" {
+            if e.request.target == "/robots.txt" {
+                let host = e.request.header("host").unwrap_or("").to_string();
+                *robots.entry(host).or_default() += 1;
+            } else {
                 let key = format!(
                     "{} {}",
                     e.request.header("host").unwrap_or(""),
@@ -333,6 +337,19 @@ fn three_workers_one_killed_finish_one_crawl_politely() {
         twice.len() <= SITES_AT_ONCE,
         "{} pages asked twice",
         twice.len()
+    );
+    // robots.txt is shared: one worker fetches a site's, the others read it from the
+    // database (twice at most, where worker 3 died before it could tell the others).
+    let robots_total: usize = robots.values().sum();
+    let most = robots.values().copied().max().unwrap_or(0);
+    eprintln!(
+        "distributed: {robots_total} robots.txt requests for {} hosts",
+        robots.len()
+    );
+    assert!(most <= 2, "a robots.txt asked {most} times");
+    assert!(
+        robots_total <= ADDRESSES * HOSTS_PER_ADDRESS + SITES_AT_ONCE,
+        "{robots_total} robots.txt requests"
     );
     for w in [1, 2] {
         let n = per_worker.get(&w).copied().unwrap_or(0);

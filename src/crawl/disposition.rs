@@ -5,7 +5,7 @@
 use super::decide::Disposition;
 use super::engine::Crawler;
 use crate::dedup::DigestIndex;
-use crate::frontier::Candidate;
+use crate::frontier::{Candidate, FirstCapture, SharedDigests};
 use crate::net::fetch::Fetched;
 use crate::warc::{Exchange, Revisit, WarcError, WarcWriter};
 
@@ -16,15 +16,38 @@ pub(super) struct Archive {
     digests: DigestIndex,
     /// Most digests remembered (`[dedup] max_digests`).
     max_digests: usize,
+    /// Every worker's digests, in a shared crawl: asked when `digests` has no match.
+    shared: Option<Box<dyn SharedDigests>>,
 }
 
 impl Archive {
-    pub(super) fn new(warc: WarcWriter, digests: DigestIndex, max_digests: usize) -> Archive {
+    pub(super) fn new(
+        warc: WarcWriter,
+        digests: DigestIndex,
+        max_digests: usize,
+        shared: Option<Box<dyn SharedDigests>>,
+    ) -> Archive {
         Archive {
             warc,
             digests,
             max_digests,
+            shared,
         }
+    }
+
+    /// The first capture of a payload: this worker's own, else (in a shared crawl) another
+    /// worker's, remembered here from then on. A database that cannot answer means a full
+    /// record, never a wrong revisit.
+    fn original(&mut self, digest: &str) -> Option<(String, String, Option<String>)> {
+        if let Some(o) = self.digests.find(200, digest) {
+            return Some(owned(o));
+        }
+        let first = self.shared.as_mut()?.find(digest).ok()??;
+        if self.digests.len() < self.max_digests {
+            let id = first.record_id.as_deref();
+            self.digests.add(200, digest, &first.uri, &first.date, id);
+        }
+        Some((first.uri, first.date, first.record_id))
     }
 
     /// Writes the record of an exchange: a revisit when an identical payload was archived
@@ -32,9 +55,11 @@ impl Archive {
     /// its request.
     fn write(&mut self, uri: &str, f: &mut Fetched) -> Result<Record, WarcError> {
         let dedupable = f.status == 200 && f.truncated.is_none();
-        let original = dedupable
-            .then(|| self.digests.find(200, &f.payload_digest).map(owned))
-            .flatten();
+        let original = if dedupable {
+            self.original(&f.payload_digest)
+        } else {
+            None
+        };
         if let Some((refers_uri, refers_date, refers_id)) = original {
             let head = f
                 .response
@@ -69,6 +94,16 @@ impl Archive {
         })?;
         // Bounded by the profile, not by the length of the crawl: once full, the originals
         // already known still serve, new payloads are simply not remembered.
+        if let (true, Some(shared)) = (dedupable, self.shared.as_mut()) {
+            shared.add(
+                &f.payload_digest,
+                FirstCapture {
+                    uri: uri.to_string(),
+                    date: written.warc_date.clone(),
+                    record_id: Some(written.record_id.clone()),
+                },
+            );
+        }
         if dedupable && self.digests.len() < self.max_digests {
             self.digests.add(
                 200,

@@ -76,6 +76,8 @@ impl Crawler {
             .with_context(|| format!("cannot create the output folder {}", out.display()))?;
         // The state first: another crawl's state folder must stop us before anything is written.
         let frontier = open_frontier(&profile)?;
+        // A shared crawl's payload digests: a payload one worker archived is another's revisit.
+        let shared_digests = frontier.shared_digests();
         let settings = warc_settings(&profile);
         let index_dir = settings.index_dir.clone();
         let recovered = crate::warc::recover_open_files(&settings)
@@ -141,6 +143,7 @@ impl Crawler {
             budget: profile.politeness.budget,
             guard: profile.guard.clone(),
             busy_retry: super::shared::busy_retry(profile.politeness.min_delay),
+            robots_token: profile.robots_token.clone(),
         };
         let content_traps = content_traps(&profile.traps);
         let rendering = super::render::Rendering::new(
@@ -167,7 +170,12 @@ impl Crawler {
             resolver,
             fetcher,
             sched: Ordered::new(Sched::new(frontier, book, content_traps, limits)),
-            archive: Ordered::new(Archive::new(warc, digests, profile.dedup.max_digests)),
+            archive: Ordered::new(Archive::new(
+                warc,
+                digests,
+                profile.dedup.max_digests,
+                shared_digests,
+            )),
             journal: Ordered::new(Journal::new(log, stats, refusals, runs)),
             wake: Notify::new(),
             runlog,
@@ -368,10 +376,15 @@ impl Crawler {
             self.runlog
                 .line(&format!("cannot sign off the shared frontier: {e}"));
         }
-        let calls = self.with_sched(|s| s.frontier.database_calls());
+        let (calls, trips) = self.with_sched(|s| {
+            (
+                s.frontier.database_calls(),
+                s.frontier.database_round_trips(),
+            )
+        });
         if calls > 0 {
             self.runlog.line(&format!(
-                "shared frontier: {calls} database calls in this run"
+                "shared frontier: {calls} database calls in this run ({trips} round trips)"
             ));
         }
     }

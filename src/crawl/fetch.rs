@@ -192,9 +192,15 @@ impl Crawler {
     fn note_refusal(&self, origin: &str, f: &Fetched, marker: Option<&str>) {
         let settings = &self.profile.politeness.refusals;
         let now = SystemTime::now();
+        let refused = marker.is_some();
         let noted = self.with_sched(|s| {
+            // With a shared frontier the count in a row is every worker's.
+            let streak = s.shared_streak(origin, refused);
             let site = s.sites.get_mut(origin)?;
-            let suspended = site.refusals.record(marker.is_some(), settings, now);
+            if let Some(n) = streak {
+                site.refusals.consecutive = n.saturating_sub(u32::from(refused));
+            }
+            let suspended = site.refusals.record(refused, settings, now);
             let refusals = site.refusals.clone();
             let host = site.host.clone();
             if refusals.until.is_some() {
@@ -202,6 +208,8 @@ impl Crawler {
             }
             if suspended.is_some() {
                 s.share_facts(origin, &refusals, None);
+                // The suspension starts a new count, for every worker.
+                s.shared_streak(origin, false);
             }
             s.book.set(origin, &refusals);
             Some((suspended, refusals, host))
@@ -285,13 +293,15 @@ impl Crawler {
         let mut links = links.into_iter().peekable();
         while links.peek().is_some() {
             let batch: Vec<Outlink> = links.by_ref().take(LINK_BATCH).collect();
+            // One seen-check for the whole batch (one round trip with a shared frontier).
             let seen = self.with_sched(|s| {
-                let mut fresh = Vec::with_capacity(batch.len());
-                for link in batch {
-                    if s.mark_seen(&link.url)? {
-                        fresh.push(link);
-                    }
-                }
+                let urls: Vec<&url::Url> = batch.iter().map(|l| &l.url).collect();
+                let new = s.frontier.mark_seen_all(&urls)?;
+                let fresh: Vec<Outlink> = batch
+                    .into_iter()
+                    .zip(new)
+                    .filter_map(|(link, new)| new.then_some(link))
+                    .collect();
                 Ok::<_, crate::frontier::FrontierError>(fresh)
             });
             let fresh = match seen {

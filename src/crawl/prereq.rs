@@ -55,6 +55,8 @@ impl Crawler {
         } = chase;
         let mut pace = Pace::idle();
         let mut outcome: Option<(Policy, Verdict)> = None;
+        // The final answer (status, decoded body), for the other workers of a shared crawl.
+        let mut answer: Option<(u16, Vec<u8>)> = None;
         for hop in first..=robots::MAX_ROBOTS_REDIRECTS {
             // robots.txt is read whole and sent without a Referer.
             let read_all = |_: u16, _: &hyper::HeaderMap| BodyPlan::Read { keep: true };
@@ -113,11 +115,17 @@ impl Crawler {
                         token,
                         Instant::now(),
                     ));
+                    answer = Some((status, body.bytes.to_vec()));
                     break;
                 }
             }
         }
-        self.with_sched(|s| s.settle_robots(&owner, origin, outcome, &mut pace, Clock::now()));
+        self.with_sched(|s| {
+            if let (Some((status, body)), Some((_, Verdict::Rules))) = (answer, &outcome) {
+                s.share_robots(&owner, status, body);
+            }
+            s.settle_robots(&owner, origin, outcome, &mut pace, Clock::now());
+        });
         pace
     }
 

@@ -217,6 +217,8 @@ pub(super) struct Limits {
     pub(super) guard: crate::net::guard::Guard,
     /// How long to leave a budget another worker of a shared frontier holds.
     pub(super) busy_retry: Duration,
+    /// The product token robots.txt is read for (to read another worker's robots.txt).
+    pub(super) robots_token: String,
 }
 
 /// The decide rules checked again when a queued URL is taken up (a list may have named it
@@ -243,7 +245,7 @@ pub(super) struct Sched {
     /// Per budget, the origins that have work, served round-robin.
     budgets: HashMap<String, VecDeque<String>>,
     /// Per budget, its current backoff pause (see `politeness::pause_after`).
-    backoff: HashMap<String, Duration>,
+    pub(super) backoff: HashMap<String, Duration>,
     pub(super) sites: HashMap<String, Site>,
     pub(super) frontier: Box<dyn Frontier>,
     /// Name lookups under way: the crawl is not over while any is.
@@ -478,7 +480,7 @@ impl Sched {
                     match self.take_job(&budget, gate, clock) {
                         Some(job) => return Turn::Go(budget, job),
                         None => {
-                            self.give_back(&budget, Duration::ZERO);
+                            self.give_back_unused(&budget);
                             self.sched.release(&budget, clock.now, false);
                             continue;
                         }
@@ -574,6 +576,15 @@ impl Sched {
             if matches!(&site.robots, RobotsState::Known(p) if p.expired(clock.now)) {
                 site.robots = RobotsState::Unknown;
             }
+            if matches!(site.robots, RobotsState::Unknown) {
+                // Another worker may have fetched it within its validity: no request then.
+                if let Some(policy) = self.robots_from_others(&origin, clock.now) {
+                    if let Some(site) = self.sites.get_mut(&origin) {
+                        site.robots = RobotsState::Known(policy);
+                    }
+                }
+            }
+            let site = self.sites.get_mut(&origin)?;
             match &site.robots {
                 RobotsState::Unknown | RobotsState::Unavailable { .. } => {
                     self.requeue_origin(budget, &origin);
@@ -676,11 +687,9 @@ impl Sched {
         }
     }
 
-    /// Gives a budget back with the pause its last answer calls for, and commits the frontier.
+    /// Gives a budget back with the pause its last answer calls for, and commits the frontier
+    /// (a shared one writes both in one statement).
     pub(super) fn release(&mut self, budget: &str, pace: Pace) {
-        if let Err(e) = self.frontier.commit() {
-            self.fail(e);
-        }
         let backoff = self.backoff.entry(budget.to_string()).or_default();
         let pause = politeness::pause_after(backoff, pace.base, pace.answer, pace.retry_after);
         if backoff.is_zero() {
@@ -689,6 +698,9 @@ impl Sched {
         let more = self.budgets.get(budget).is_some_and(|l| !l.is_empty());
         // Counted from now (after the answer ended), so the stored instant is never early.
         self.give_back(budget, pause + clock_margin(pause));
+        if let Err(e) = self.frontier.commit() {
+            self.fail(e);
+        }
         let at = pace.end + pause + clock_margin(pause);
         self.sched.release(&budget.to_string(), at, more);
         self.out.wake = true;

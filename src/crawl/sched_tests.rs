@@ -28,6 +28,7 @@ impl Fixture {
             budget: BudgetKind::Ip,
             guard: Guard::new(true, Vec::new()),
             busy_retry: Duration::from_secs(1),
+            robots_token: "archiver".into(),
         };
         Fixture {
             sched: Sched::new(Box::new(MemoryFrontier::default()), book, None, limits),

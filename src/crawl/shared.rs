@@ -10,7 +10,8 @@
 use std::time::{Duration, Instant};
 
 use super::sched::Sched;
-use crate::frontier::{Lease, SiteFacts};
+use crate::frontier::{Lease, SharedRobots, SiteFacts};
+use crate::politeness::robots::{Policy, Verdict, ROBOTS_TTL};
 use crate::politeness::Refusals;
 
 /// How often a worker looks at the shared frontier for work queued by others and for dead
@@ -34,7 +35,20 @@ impl Sched {
         if !self.frontier.shared() {
             return None;
         }
-        match self.frontier.lease(budget) {
+        let lease = self.frontier.lease(budget);
+        if let Ok(Lease::Granted(_)) = lease {
+            // The backoff the last holder left (429s, 5xx): this worker goes on from it.
+            match self.frontier.shared_backoff(budget) {
+                Some(b) if !b.is_zero() => {
+                    self.backoff.insert(budget.to_string(), b);
+                }
+                Some(_) => {
+                    self.backoff.remove(budget);
+                }
+                None => {}
+            }
+        }
+        match lease {
             Ok(Lease::Granted(wait)) if wait < Duration::from_millis(5) => None,
             Ok(Lease::Granted(wait)) => Some(now + wait),
             Ok(Lease::Busy) => Some(now + self.limits.busy_retry),
@@ -46,12 +60,74 @@ impl Sched {
     }
 
     /// After a job of `budget` (or a lease that found nothing to do): the budget goes back to
-    /// the database with the pause before its next request.
+    /// the database with the pause before its next request and its backoff (written with the
+    /// commit that follows).
     pub(super) fn give_back(&mut self, budget: &str, pause: Duration) {
         if self.frontier.shared() {
-            if let Err(e) = self.frontier.give_back(budget, pause) {
+            let backoff = self.backoff.get(budget).copied().unwrap_or_default();
+            if let Err(e) = self.frontier.give_back(budget, pause, backoff) {
                 self.fail(e);
             }
+        }
+    }
+
+    /// A budget leased for a job that turned out to have nothing to fetch: back at once.
+    pub(super) fn give_back_unused(&mut self, budget: &str) {
+        if self.frontier.shared() {
+            self.give_back(budget, Duration::ZERO);
+            self.commit();
+        }
+    }
+
+    /// A site's refusals in a row across workers, after counting this answer (None: the
+    /// frontier is not shared, and the site's own count is all there is).
+    pub(super) fn shared_streak(&mut self, origin: &str, refused: bool) -> Option<u32> {
+        if !self.frontier.shared() {
+            return None;
+        }
+        match self.frontier.count_refusal(origin, refused) {
+            Ok(n) => n,
+            Err(e) => {
+                self.fail(e);
+                None
+            }
+        }
+    }
+
+    /// A site's robots.txt as another worker fetched it within its validity, read for this
+    /// crawl's product token, so this worker does not ask the server again (RFC 9309 lets a
+    /// crawler cache robots.txt for 24 hours; the workers of one crawl are one crawler).
+    pub(super) fn robots_from_others(&mut self, origin: &str, now: Instant) -> Option<Policy> {
+        if !self.frontier.shared() {
+            return None;
+        }
+        let shared = match self.frontier.shared_robots(origin, ROBOTS_TTL) {
+            Ok(r) => r?,
+            Err(e) => {
+                self.fail(e);
+                return None;
+            }
+        };
+        let fetched_at = now.checked_sub(shared.age).unwrap_or(now);
+        let token = &self.limits.robots_token;
+        match Policy::from_answer(shared.status, &shared.body, token, fetched_at) {
+            (policy, Verdict::Rules) => Some(policy),
+            (_, Verdict::Unavailable) => None,
+        }
+    }
+
+    /// Keeps a site's robots.txt answer for the other workers.
+    pub(super) fn share_robots(&mut self, origin: &str, status: u16, body: Vec<u8>) {
+        if !self.frontier.shared() {
+            return;
+        }
+        let robots = SharedRobots {
+            status,
+            body,
+            age: Duration::ZERO,
+        };
+        if let Err(e) = self.frontier.save_robots(origin, &robots) {
+            self.fail(e);
         }
     }
 

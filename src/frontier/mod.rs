@@ -207,6 +207,11 @@ pub struct FrontierError(pub String);
 pub trait Frontier: Send {
     /// Records the URL as seen; true when it was not seen before.
     fn mark_seen(&mut self, url: &Url) -> Result<bool, FrontierError>;
+    /// Records many URLs as seen (a page's links): for each, true when it was new (a URL
+    /// twice in the list is new the first time only). A shared frontier asks once for all.
+    fn mark_seen_all(&mut self, urls: &[&Url]) -> Result<Vec<bool>, FrontierError> {
+        urls.iter().map(|u| self.mark_seen(u)).collect()
+    }
     /// Queues a candidate for a site (`site` is its origin) and counts it as accepted.
     fn push(&mut self, site: &str, candidate: Candidate) -> Result<(), FrontierError>;
     /// Queues a candidate again after a failed try, behind what is queued (not counted again).
@@ -244,9 +249,44 @@ pub trait Frontier: Send {
     fn lease(&mut self, _budget: &str) -> Result<Lease, FrontierError> {
         Ok(Lease::Granted(Duration::ZERO))
     }
-    /// Gives a leased budget back after an answer, with the pause before its next request.
-    fn give_back(&mut self, _budget: &str, _pause: Duration) -> Result<(), FrontierError> {
+    /// Gives a leased budget back after an answer, with the pause before its next request and
+    /// the budget's backoff (after 429s and 5xx), so the next holder goes on from both. Written
+    /// with the next `commit`.
+    fn give_back(
+        &mut self,
+        _budget: &str,
+        _pause: Duration,
+        _backoff: Duration,
+    ) -> Result<(), FrontierError> {
         Ok(())
+    }
+    /// The backoff the budget's last holder left, as read with this worker's lease of it.
+    fn shared_backoff(&mut self, _budget: &str) -> Option<Duration> {
+        None
+    }
+    /// Counts a site's answer towards its refusals in a row across workers (a refusal adds
+    /// one, any other answer clears them); the count across workers, or None when the frontier
+    /// is not shared (the site's own count is all there is).
+    fn count_refusal(&mut self, _site: &str, _refused: bool) -> Result<Option<u32>, FrontierError> {
+        Ok(None)
+    }
+    /// A site's robots.txt as another worker fetched it, while still valid (younger than
+    /// `max_age`).
+    fn shared_robots(
+        &mut self,
+        _site: &str,
+        _max_age: Duration,
+    ) -> Result<Option<SharedRobots>, FrontierError> {
+        Ok(None)
+    }
+    /// Keeps a site's robots.txt answer for the other workers.
+    fn save_robots(&mut self, _site: &str, _robots: &SharedRobots) -> Result<(), FrontierError> {
+        Ok(())
+    }
+    /// The payload digests every worker archived, for revisit records across workers (None:
+    /// not shared; the crawl's own digest index is all there is).
+    fn shared_digests(&self) -> Option<Box<dyn SharedDigests>> {
+        None
     }
     /// Looks at the other workers: queues again what dead workers had in flight, and returns
     /// every site with queued work (some queued by others).
@@ -278,6 +318,38 @@ pub trait Frontier: Send {
     fn database_calls(&self) -> u64 {
         0
     }
+    /// Round trips to a database server so far (0 for an embedded frontier).
+    fn database_round_trips(&self) -> u64 {
+        0
+    }
+}
+
+/// A robots.txt answer kept for the other workers of a shared crawl: the final status and the
+/// body (decoded, at most the 500 KiB that are read), and how long ago it was fetched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedRobots {
+    pub status: u16,
+    pub body: Vec<u8>,
+    pub age: Duration,
+}
+
+/// The first capture of a payload, as a revisit record names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FirstCapture {
+    pub uri: String,
+    /// A full WARC date.
+    pub date: String,
+    pub record_id: Option<String>,
+}
+
+/// Payload digests shared by the workers of a crawl: a payload one worker archived is a
+/// `revisit` on another. Looked up when the worker's own digest index has no match.
+pub trait SharedDigests: Send {
+    /// The first capture of a payload (by its `WARC-Payload-Digest`) any worker archived.
+    fn find(&mut self, digest: &str) -> Result<Option<FirstCapture>, FrontierError>;
+    /// Records a capture this worker archived; the first one stored wins. Not waited for: a
+    /// digest lost on the way only means a later full copy, never a wrong revisit.
+    fn add(&mut self, digest: &str, capture: FirstCapture);
 }
 
 /// What workers of a shared crawl tell each other about a site: its suspension (end, in

@@ -908,6 +908,7 @@ mod tests {
         for check in suite::all() {
             on_sqlite(check);
         }
+        on_sqlite(suite::check_nothing_shared);
     }
 
     // ---- durability ----

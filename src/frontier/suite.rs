@@ -3,7 +3,9 @@
 
 use url::Url;
 
-use crate::frontier::{Candidate, Frontier};
+use std::time::Duration;
+
+use crate::frontier::{Candidate, FirstCapture, Frontier, Lease, SharedRobots};
 
 pub(crate) fn url(s: &str) -> Url {
     Url::parse(s).unwrap()
@@ -139,11 +141,28 @@ pub(crate) fn check_sites_with_work(f: &mut dyn Frontier) {
     assert_eq!(f.accepted("b"), 1);
 }
 
+pub(crate) fn check_seen_in_batches(f: &mut dyn Frontier) {
+    assert!(f.mark_seen(&url("http://s/old")).unwrap());
+    let (a, b, old, a_again) = (
+        url("http://s/a"),
+        url("http://s/b#x"),
+        url("http://s/old#y"),
+        url("http://S/a"),
+    );
+    let got = f.mark_seen_all(&[&a, &b, &old, &a_again]).unwrap();
+    assert_eq!(got, [true, true, false, false]);
+    assert!(f.mark_seen_all(&[]).unwrap().is_empty());
+    assert_eq!(f.mark_seen_all(&[&url("http://s/b")]).unwrap(), [false]);
+    f.commit().unwrap();
+    assert!(!f.mark_seen(&url("http://s/a")).unwrap());
+}
+
 /// Every shared check, in a fixed order.
 pub(crate) fn all() -> Vec<fn(&mut dyn Frontier)> {
     vec![
         check_requisites_before_the_next_page,
         check_seen,
+        check_seen_in_batches,
         check_drain,
         check_flight_and_retry,
         check_sites_with_work,
@@ -162,4 +181,127 @@ fn memory_frontier_passes_the_suite() {
     for check in all() {
         check(&mut crate::frontier::MemoryFrontier::default());
     }
+    check_nothing_shared(&mut crate::frontier::MemoryFrontier::default());
+}
+
+/// A frontier of one process shares nothing: the crawl's own state is all there is.
+pub(crate) fn check_nothing_shared(f: &mut dyn Frontier) {
+    assert!(!f.shared());
+    assert_eq!(f.count_refusal("s", true).unwrap(), None);
+    assert_eq!(f.shared_robots("s", Duration::from_secs(60)).unwrap(), None);
+    let robots = SharedRobots {
+        status: 200,
+        body: b"User-agent: *\nDisallow: /x\n".to_vec(),
+        age: Duration::ZERO,
+    };
+    f.save_robots("s", &robots).unwrap();
+    assert_eq!(f.shared_robots("s", Duration::from_secs(60)).unwrap(), None);
+    assert!(f.shared_digests().is_none());
+    assert_eq!(
+        f.lease("127.0.0.1").unwrap(),
+        Lease::Granted(Duration::ZERO)
+    );
+    f.give_back("127.0.0.1", Duration::from_secs(9), Duration::from_secs(20))
+        .unwrap();
+    assert_eq!(f.shared_backoff("127.0.0.1"), None);
+    assert_eq!(f.database_round_trips(), 0);
+}
+
+/// Two workers (`a`, `b`) of one shared crawl: what one learns about a site or a payload,
+/// the other knows.
+pub(crate) fn check_site_state_between_workers(a: &mut dyn Frontier, b: &mut dyn Frontier) {
+    // robots.txt: fetched by a, read by b while valid, with its age.
+    let robots = SharedRobots {
+        status: 200,
+        body: b"User-agent: *\nDisallow: /private\n".to_vec(),
+        age: Duration::from_secs(100),
+    };
+    a.save_robots("http://s", &robots).unwrap();
+    let got = b
+        .shared_robots("http://s", Duration::from_secs(3600))
+        .unwrap()
+        .unwrap();
+    assert_eq!((got.status, &got.body), (200, &robots.body));
+    assert!(
+        got.age >= Duration::from_secs(100) && got.age < Duration::from_secs(160),
+        "{got:?}"
+    );
+    // Too old for the caller: fetched again.
+    assert_eq!(
+        b.shared_robots("http://s", Duration::from_secs(50))
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        b.shared_robots("http://nowhere", Duration::from_secs(3600))
+            .unwrap(),
+        None
+    );
+    // A fresher answer replaces it; an older one does not.
+    let newer = SharedRobots {
+        status: 404,
+        body: Vec::new(),
+        age: Duration::ZERO,
+    };
+    b.save_robots("http://s", &newer).unwrap();
+    a.save_robots("http://s", &robots).unwrap();
+    assert_eq!(
+        a.shared_robots("http://s", Duration::from_secs(3600))
+            .unwrap()
+            .unwrap()
+            .status,
+        404
+    );
+
+    // Refusals in a row count across workers; b learns a's count with its next pop of the
+    // site, and its good answer clears it for both.
+    assert_eq!(a.count_refusal("http://s", true).unwrap(), Some(1));
+    assert_eq!(b.count_refusal("http://s", true).unwrap(), Some(2));
+    assert_eq!(a.count_refusal("http://s", true).unwrap(), Some(3));
+    a.push("http://s", cand("http://s/1", "L")).unwrap();
+    a.commit().unwrap();
+    assert!(b.pop("http://s").unwrap().is_some());
+    assert_eq!(b.count_refusal("http://s", false).unwrap(), Some(0));
+    assert_eq!(a.count_refusal("http://s", true).unwrap(), Some(1));
+    // b knew of no refusal since its reset: it learns a's with its next pop, then clears it.
+    a.push("http://s", cand("http://s/2", "L")).unwrap();
+    a.commit().unwrap();
+    assert!(b.pop("http://s").unwrap().is_some());
+    assert_eq!(b.count_refusal("http://s", false).unwrap(), Some(0));
+    assert_eq!(a.count_refusal("http://s", true).unwrap(), Some(1));
+
+    // A budget's backoff goes to its next holder.
+    assert!(matches!(a.lease("127.0.0.7").unwrap(), Lease::Granted(_)));
+    assert_eq!(a.shared_backoff("127.0.0.7"), Some(Duration::ZERO));
+    a.give_back(
+        "127.0.0.7",
+        Duration::from_millis(10),
+        Duration::from_secs(40),
+    )
+    .unwrap();
+    a.commit().unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    assert!(matches!(b.lease("127.0.0.7").unwrap(), Lease::Granted(_)));
+    assert_eq!(b.shared_backoff("127.0.0.7"), Some(Duration::from_secs(40)));
+
+    // A payload a archived is found by b; the first capture stays the one named.
+    let mut da = a.shared_digests().unwrap();
+    let mut db = b.shared_digests().unwrap();
+    assert_eq!(db.find("sha1:AAAA").unwrap(), None);
+    let first = FirstCapture {
+        uri: "http://s/1".into(),
+        date: "2026-01-01T00:00:00Z".into(),
+        record_id: Some("<urn:uuid:1>".into()),
+    };
+    da.add("sha1:AAAA", first.clone());
+    // add is not waited for: a find on the same connection comes after it.
+    assert_eq!(da.find("sha1:AAAA").unwrap(), Some(first.clone()));
+    db.add(
+        "sha1:AAAA",
+        FirstCapture {
+            uri: "http://s/2".into(),
+            ..first.clone()
+        },
+    );
+    assert_eq!(db.find("sha1:AAAA").unwrap(), Some(first));
 }

@@ -11,7 +11,7 @@
 # User-Agent suffix), SIGINT to all after SECONDS. Reported from the server's own request log:
 # fetches/s, and gaps under the floor between the end of one answer and the next request to
 # one address across all workers (must be 0); from /usr/bin/time: CPU per URL of all workers;
-# from the workers' run.log: database calls per URL; from pg_stat_database: transactions per
+# from the workers' run.log: database calls and round trips per URL; from pg_stat_database: transactions per
 # URL.
 #
 # Environment:
@@ -101,8 +101,8 @@ echo "PostgreSQL $("$PGBIN/postgres" --version | awk '{print $3}') on 127.0.0.1:
     echo
     echo "$(nproc) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg); $(git -C "$REPO" rev-parse --short HEAD)"
     echo
-    echo "| workers | fetches/s | ideal (N / floor) | crawl.log lines per worker | gaps under the floor | CPU per URL (all workers) | database calls per URL | transactions per URL |"
-    echo "| ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |"
+    echo "| workers | fetches/s | ideal (N / floor) | crawl.log lines per worker | gaps under the floor | CPU per URL (all workers) | database calls per URL | round trips per URL | transactions per URL |"
+    echo "| ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |"
 } >"$OUT/results.md"
 
 for W in "${WORKERS[@]}"; do
@@ -185,15 +185,16 @@ cpu = 0.0
 for t in glob.glob(os.path.join(run, "worker*.time")):
     u, s = open(t).read().split()[-2:]
     cpu += float(u) + float(s)
-calls, per_worker = 0, []
+calls, trips, per_worker = 0, 0, []
 for k in range(1, w + 1):
     log = os.path.join(run, f"out{k}", "run.log")
     text = open(log, errors="replace").read() if os.path.exists(log) else ""
-    m = re.findall(r"shared frontier: (\d+) database calls", text)
-    calls += int(m[-1]) if m else 0
+    m = re.findall(r"shared frontier: (\d+) database calls in this run \((\d+) round trips\)", text)
+    calls += int(m[-1][0]) if m else 0
+    trips += int(m[-1][1]) if m else 0
     cl = os.path.join(run, f"out{k}", "crawl.log")
     per_worker.append(sum(1 for _ in open(cl, errors="replace")) if os.path.exists(cl) else 0)
-print(f"| {w} | {rate:.1f} | {n / delay:.1f} | {' / '.join(map(str, per_worker))} | {gaps} | {cpu * 1e3 / max(total, 1):.2f} ms | {calls / max(total, 1):.1f} | {xacts / max(total, 1):.1f} |")
+print(f"| {w} | {rate:.1f} | {n / delay:.1f} | {' / '.join(map(str, per_worker))} | {gaps} | {cpu * 1e3 / max(total, 1):.2f} ms | {calls / max(total, 1):.1f} | {trips / max(total, 1):.1f} | {xacts / max(total, 1):.1f} |")
 PY
     tail -n 1 "$OUT/results.md"
 done

@@ -2,14 +2,15 @@
 //! A measurement, not a test; `tools/bench/distributed.sh` runs it against its own server.
 //!
 //! `cargo bench --bench pg_frontier -- URL N TAKE`:
-//! 1. enqueue: N new URLs over 1,000 sites, each seen-checked then queued, a commit every 100
-//!    (as the crawl commits once per finished URL, with that URL's outlinks);
+//! 1. enqueue: N new URLs over 1,000 sites, seen-checked 20 at a time (a page's links, one
+//!    query) then queued, a commit every 100 (as the crawl commits once per finished URL, with
+//!    that URL's outlinks);
 //! 2. take: TAKE URLs with the whole queue still there, as a worker takes them: lease the
-//!    site's budget, pop its next URL, mark it done, give the budget back (which commits),
-//!    sites round-robin.
+//!    site's budget, pop its next URL, mark it done, give the budget back and commit (one
+//!    statement), sites round-robin.
 //!
-//! Reported: URLs/s and CPU of this process per phase, and database calls per URL (each call
-//! is one round trip, or a few for a flush's transaction).
+//! Reported: URLs/s and CPU of this process per phase, database calls (statements) and round
+//! trips per URL (the connection's heartbeat included).
 
 use std::time::{Duration, Instant};
 
@@ -81,16 +82,27 @@ fn run() -> Result<(), String> {
     let mut f = PostgresFrontier::open(&settings, &id).map_err(|e| e.to_string())?;
     let err = |e: archiver::frontier::FrontierError| e.to_string();
 
-    let (t, cpu0, calls0) = (Instant::now(), cpu_s(), f.calls());
-    for i in 0..n {
-        let (site, c) = candidate(i)?;
-        if f.mark_seen(&c.url).map_err(err)? {
-            f.push(&site, c).map_err(err)?;
+    let (t, cpu0, calls0, trips0) = (Instant::now(), cpu_s(), f.calls(), f.round_trips());
+    let mut i = 0;
+    let mut next_note = (n / 10).max(1);
+    while i < n {
+        // One page's links: the next BURST URLs (all of one site), checked in one query.
+        let page: Vec<(String, Candidate)> = (i..(i + BURST).min(n))
+            .map(candidate)
+            .collect::<Result<_, _>>()?;
+        let urls: Vec<&Url> = page.iter().map(|(_, c)| &c.url).collect();
+        let fresh = f.mark_seen_all(&urls).map_err(err)?;
+        for ((site, c), new) in page.into_iter().zip(fresh) {
+            if new {
+                f.push(&site, c).map_err(err)?;
+            }
+            i += 1;
+            if i % COMMIT_EVERY == 0 {
+                f.commit().map_err(err)?;
+            }
         }
-        if i % COMMIT_EVERY == COMMIT_EVERY - 1 {
-            f.commit().map_err(err)?;
-        }
-        if i > 0 && i % (n / 10).max(1) == 0 {
+        if i >= next_note {
+            next_note += (n / 10).max(1);
             eprintln!(
                 "  enqueued {i} ({:.0}/s)",
                 i as f64 / t.elapsed().as_secs_f64()
@@ -102,11 +114,12 @@ fn run() -> Result<(), String> {
         t.elapsed().as_secs_f64(),
         cpu_s() - cpu0,
         f.calls() - calls0,
+        f.round_trips() - trips0,
     );
     let sites = f.sites_with_work().map_err(err)?;
     let queued = f.total_queued();
 
-    let (t, cpu0, calls0) = (Instant::now(), cpu_s(), f.calls());
+    let (t, cpu0, calls0, trips0) = (Instant::now(), cpu_s(), f.calls(), f.round_trips());
     let mut taken = 0u64;
     'outer: loop {
         for site in &sites {
@@ -120,7 +133,9 @@ fn run() -> Result<(), String> {
                 continue;
             };
             f.done(&c.url).map_err(err)?;
-            f.give_back(site, Duration::ZERO).map_err(err)?;
+            f.give_back(site, Duration::ZERO, Duration::ZERO)
+                .map_err(err)?;
+            f.commit().map_err(err)?;
             taken += 1;
         }
     }
@@ -128,20 +143,24 @@ fn run() -> Result<(), String> {
         t.elapsed().as_secs_f64(),
         cpu_s() - cpu0,
         f.calls() - calls0,
+        f.round_trips() - trips0,
     );
+    let per = |x: u64, k: u64| x as f64 / k.max(1) as f64;
     println!("| measure | value |");
     println!("| --- | --- |");
     println!("| URLs queued | {queued} over {} sites |", sites.len());
     println!(
-        "| enqueue (seen-check + push, commit every 100) | {:.0} URLs/s; {:.1} database calls and {:.0} µs CPU (client) per URL |",
+        "| enqueue (seen-check 20 at a time + push, commit every 100) | {:.0} URLs/s; {:.2} database calls, {:.2} round trips and {:.0} µs CPU (client) per URL |",
         n as f64 / enq.0,
-        enq.2 as f64 / n as f64,
+        per(enq.2, n),
+        per(enq.3, n),
         enq.1 * 1e6 / n as f64
     );
     println!(
-        "| take with {queued} queued (lease + pop + done + give back) | {:.0} URLs/s; {:.1} database calls and {:.0} µs CPU (client) per URL |",
+        "| take with {queued} queued (lease + pop + done + give back, commit) | {:.0} URLs/s; {:.2} database calls, {:.2} round trips and {:.0} µs CPU (client) per URL |",
         taken as f64 / tk.0,
-        tk.2 as f64 / taken.max(1) as f64,
+        per(tk.2, taken),
+        per(tk.3, taken),
         tk.1 * 1e6 / taken.max(1) as f64
     );
     println!(

@@ -1,10 +1,13 @@
 //! The connection on its own thread, its heartbeat, and how its errors read.
 
-use std::sync::mpsc;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use postgres::{Client, NoTls};
+use postgres::types::ToSql;
+use postgres::{Client, NoTls, Row, Statement};
 
 /// A PostgreSQL error as one line: the server's own message when there is one.
 pub(super) fn describe(e: &postgres::Error) -> String {
@@ -55,11 +58,76 @@ pub(super) fn with_retries<T>(
         }
     }
 }
-type Task = Box<dyn FnOnce(&mut Client) + Send>;
+
+/// A statement's parameters.
+pub(super) type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
+
+/// The client with the statements it has prepared. A statement given as text costs two round
+/// trips (prepare, then run); prepared once per connection, every later use costs one.
+pub(super) struct Conn {
+    pub(super) client: Client,
+    prepared: HashMap<&'static str, Statement>,
+    /// Round trips so far (statements sent, prepares, transaction starts and ends).
+    trips: Arc<AtomicU64>,
+}
+
+impl Conn {
+    /// Counts `n` round trips made through `client` directly.
+    pub(super) fn count(&self, n: u64) {
+        self.trips.fetch_add(n, Ordering::Relaxed);
+    }
+
+    fn statement(&mut self, sql: &'static str) -> Result<Statement, postgres::Error> {
+        if let Some(s) = self.prepared.get(sql) {
+            self.count(1);
+            return Ok(s.clone());
+        }
+        let s = self.client.prepare(sql)?;
+        self.count(2);
+        self.prepared.insert(sql, s.clone());
+        Ok(s)
+    }
+
+    pub(super) fn query(
+        &mut self,
+        sql: &'static str,
+        p: Params,
+    ) -> Result<Vec<Row>, postgres::Error> {
+        let st = self.statement(sql)?;
+        self.client.query(&st, p)
+    }
+
+    pub(super) fn query_opt(
+        &mut self,
+        sql: &'static str,
+        p: Params,
+    ) -> Result<Option<Row>, postgres::Error> {
+        let st = self.statement(sql)?;
+        self.client.query_opt(&st, p)
+    }
+
+    pub(super) fn query_one(
+        &mut self,
+        sql: &'static str,
+        p: Params,
+    ) -> Result<Row, postgres::Error> {
+        let st = self.statement(sql)?;
+        self.client.query_one(&st, p)
+    }
+
+    pub(super) fn execute(&mut self, sql: &'static str, p: Params) -> Result<u64, postgres::Error> {
+        let st = self.statement(sql)?;
+        self.client.execute(&st, p)
+    }
+}
+
+type Task = Box<dyn FnOnce(&mut Conn) + Send>;
 
 /// The connection, on its own thread (see the module documentation).
 pub(super) struct Db {
     tx: Option<mpsc::Sender<Task>>,
+    /// Round trips made on the connection (its thread counts them).
+    pub(super) trips: Arc<AtomicU64>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -75,13 +143,15 @@ impl Db {
             .parse()
             .map_err(|e: postgres::Error| format!("not a PostgreSQL address: {}", describe(&e)))?;
         let (tx, rx) = mpsc::channel::<Task>();
+        let trips = Arc::new(AtomicU64::new(0));
+        let counted = Arc::clone(&trips);
         let (ready_tx, ready_rx) = mpsc::channel::<Result<(), String>>();
         let thread = std::thread::Builder::new()
             .name("frontier-db".into())
             .spawn(move || {
                 let mut config = config;
                 config.connect_timeout(Duration::from_secs(10));
-                let mut client = match config.connect(NoTls) {
+                let client = match config.connect(NoTls) {
                     Ok(c) => c,
                     Err(e) => {
                         let _ = ready_tx.send(Err(connect_error(&e, &config)));
@@ -89,12 +159,18 @@ impl Db {
                     }
                 };
                 let _ = ready_tx.send(Ok(()));
-                serve(&mut client, &rx, &beat);
+                let mut conn = Conn {
+                    client,
+                    prepared: HashMap::new(),
+                    trips: counted,
+                };
+                serve(&mut conn, &rx, &beat);
             })
             .map_err(|e| format!("cannot start the database thread: {e}"))?;
         match ready_rx.recv() {
             Ok(Ok(())) => Ok(Db {
                 tx: Some(tx),
+                trips,
                 thread: Some(thread),
             }),
             Ok(Err(e)) => Err(e),
@@ -105,7 +181,7 @@ impl Db {
     /// Runs `f` on the connection and waits for its answer.
     pub(super) fn call<R: Send + 'static>(
         &self,
-        f: impl FnOnce(&mut Client) -> R + Send + 'static,
+        f: impl FnOnce(&mut Conn) -> R + Send + 'static,
     ) -> Result<R, String> {
         let (rtx, rrx) = mpsc::sync_channel(1);
         let task: Task = Box::new(move |c| {
@@ -121,6 +197,15 @@ impl Db {
     }
 }
 
+impl Db {
+    /// Runs `f` on the connection without waiting for it (its result is its own business).
+    pub(super) fn send(&self, f: impl FnOnce(&mut Conn) + Send + 'static) {
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(Box::new(f));
+        }
+    }
+}
+
 impl Drop for Db {
     fn drop(&mut self) {
         self.tx = None;
@@ -132,32 +217,30 @@ impl Drop for Db {
 
 /// The connection thread's loop: calls as they come, and the heartbeat at least every third of
 /// the lease, so a busy worker is never taken for a dead one.
-fn serve(client: &mut Client, rx: &mpsc::Receiver<Task>, beat: &Beat) {
+fn serve(conn: &mut Conn, rx: &mpsc::Receiver<Task>, beat: &Beat) {
     let every = (beat.lease / 3).max(Duration::from_millis(200));
     let mut last = Instant::now();
     loop {
         let wait = every.saturating_sub(last.elapsed());
         match rx.recv_timeout(wait) {
-            Ok(task) => task(client),
+            Ok(task) => task(conn),
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => return,
         }
         if last.elapsed() >= every {
             // A failed beat is retried at the next one; calls report their own errors.
-            let _ = heartbeat(client, beat);
+            let _ = heartbeat(conn, beat);
             last = Instant::now();
         }
     }
 }
 
-fn heartbeat(client: &mut Client, beat: &Beat) -> Result<(), postgres::Error> {
+fn heartbeat(conn: &mut Conn, beat: &Beat) -> Result<(), postgres::Error> {
     let lease = beat.lease.as_secs_f64();
-    client.execute(
-        "UPDATE workers SET heartbeat = now() WHERE name = $1",
-        &[&beat.worker],
-    )?;
-    client.execute(
-        "UPDATE budgets SET expires = now() + $2 * interval '1 second' WHERE holder = $1",
+    // One statement: the worker's heartbeat and the expiry of every budget it holds.
+    conn.execute(
+        "WITH w AS (UPDATE workers SET heartbeat = now() WHERE name = $1) \
+         UPDATE budgets SET expires = now() + $2 * interval '1 second' WHERE holder = $1",
         &[&beat.worker, &lease],
     )?;
     Ok(())

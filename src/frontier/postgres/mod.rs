@@ -12,14 +12,20 @@
 //!
 //! # Consistency without long transactions
 //! Two workers must never hold row locks for long or in different orders (that is how shared
-//! queues deadlock). So changes are buffered in memory and written by one short transaction
-//! (`flush`, at `commit` and before any read that needs them): seen keys first, sorted, then the
-//! queue rows, then the site counters locked in id order. A URL that two workers found at the
-//! same moment is queued once: the seen-set insert (`ON CONFLICT DO NOTHING RETURNING`) decides
-//! which push is real. `pop` is one statement that moves the first row of a site (requisites
-//! first, then pages, each in push order) to `flight` under this worker's name. A deadlock or
-//! serialisation failure is retried; any other error stops the crawl, which resumes from the
-//! last commit.
+//! queues deadlock). So changes are buffered in memory and written by one statement (`flush`,
+//! at `commit` and before any read that needs them; data-modifying CTEs make it atomic): seen
+//! keys, sorted; the in-flight list; site counters upserted in origin order; queue rows; the
+//! budgets given back. A URL that two workers found at the same moment is queued once: the
+//! seen-set insert (`ON CONFLICT DO NOTHING RETURNING`) decides which push is real. `pop` is one
+//! statement that moves the first row of a site (requisites first, then pages, each in push
+//! order) to `flight` under this worker's name. A deadlock or serialisation failure is retried;
+//! any other error stops the crawl, which resumes from the last commit.
+//!
+//! # Round trips
+//! The database's latency, not its work, bounds a worker. Every statement is prepared once per
+//! connection (a text statement costs two round trips: prepare, then run), a page's links are
+//! seen-checked in one query, and a budget given back rides with the commit of its URL: a URL
+//! costs about a lease, a pop and a flush, plus one seen-check per page.
 //!
 //! # Liveness
 //! Every worker has a row in `workers` whose `heartbeat` its connection thread renews every
@@ -28,27 +34,30 @@
 //! whichever worker looks next ([`Frontier::poll`]), and its leases lapse.
 //!
 //! # Files
-//! `conn` (the connection thread, heartbeat, error text), `schema` (tables, setup, the crawl's
-//! identity), `queue` (the statements that move many rows: flush, take, reap), `status`
-//! (`archiver status`); this file holds the frontier itself.
+//! `conn` (the connection thread, prepared statements, heartbeat, error text), `schema`
+//! (tables, setup, the crawl's identity), `queue` (the statements that move many rows: flush,
+//! take, reap), `sites` (per-site state shared beyond the queues: suspensions, refusals,
+//! robots.txt, payload digests), `status` (`archiver status`); this file holds the frontier.
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
-use postgres::Client;
 use url::Url;
 
 use crate::frontier::sqlite::CrawlIdentity;
-use crate::frontier::{seen_key, Candidate, Frontier, FrontierError, Lease, SiteFacts};
+use crate::frontier::{
+    seen_key, Candidate, Frontier, FrontierError, Lease, SharedRobots, SiteFacts,
+};
 
 mod conn;
 mod queue;
 mod schema;
+mod sites;
 mod status;
 
 pub use status::{status, Status, WorkerStatus};
 
-use conn::{describe, with_retries, Beat, Db};
+use conn::{describe, with_retries, Beat, Conn, Db};
 use queue::{reap, take, write};
 use schema::setup;
 
@@ -84,8 +93,8 @@ pub(super) struct Buffer {
     seen: Vec<String>,
     pushes: Vec<Pending>,
     done: Vec<String>,
-    /// Budgets given back: key and the pause (ms) before its next request.
-    paused: Vec<(String, i64)>,
+    /// Budgets given back: key, the pause (ms) before its next request, the backoff (ms).
+    paused: Vec<(String, i64, i64)>,
 }
 
 impl Buffer {
@@ -99,7 +108,8 @@ impl Buffer {
 
 /// A frontier shared through PostgreSQL: see the module documentation.
 pub struct PostgresFrontier {
-    db: Db,
+    /// Shared with the payload digests' handle ([`Frontier::shared_digests`]).
+    db: std::sync::Arc<Db>,
     shown: String,
     worker: String,
     lease: Duration,
@@ -112,9 +122,12 @@ pub struct PostgresFrontier {
     accepted: HashMap<String, u64>,
     /// Set by the first failed change: later changes fail too rather than write half of one.
     broken: Option<String>,
-    /// Calls made to the database (each one round trip, or a few for a flush), for the
-    /// benchmarks and run.log.
+    /// Calls made to the database (each one statement), for the benchmarks and run.log.
     calls: u64,
+    /// Each budget's backoff as its last holder left it, read with this worker's lease.
+    backoffs: HashMap<String, Duration>,
+    /// Each site's refusals in a row across workers, as last read (with a pop) or counted.
+    streaks: HashMap<String, u32>,
 }
 
 impl std::fmt::Debug for PostgresFrontier {
@@ -174,7 +187,11 @@ impl PostgresFrontier {
         let id = identity.clone();
         let worker = settings.worker.clone();
         let stored = db
-            .call(move |c| setup(c, &id, &worker))
+            .call(move |c| {
+                // About a dozen statements, once per worker.
+                c.count(12);
+                setup(&mut c.client, &id, &worker)
+            })
             .map_err(fail)?
             .map_err(|e| {
                 fail(format!(
@@ -186,7 +203,7 @@ impl PostgresFrontier {
             return Err(fail(stored));
         }
         Ok(PostgresFrontier {
-            db,
+            db: std::sync::Arc::new(db),
             shown,
             worker: settings.worker.clone(),
             lease: settings.lease,
@@ -196,12 +213,19 @@ impl PostgresFrontier {
             accepted: HashMap::new(),
             broken: None,
             calls: 0,
+            backoffs: HashMap::new(),
+            streaks: HashMap::new(),
         })
     }
 
     /// Database calls so far.
     pub fn calls(&self) -> u64 {
         self.calls
+    }
+
+    /// Round trips to the database server so far (heartbeats included).
+    pub fn round_trips(&self) -> u64 {
+        self.db.trips.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// This worker's name in the database.
@@ -217,7 +241,7 @@ impl PostgresFrontier {
     fn run<R: Send + 'static>(
         &mut self,
         doing: &str,
-        f: impl FnOnce(&mut Client) -> Result<R, postgres::Error> + Send + 'static,
+        f: impl FnOnce(&mut Conn) -> Result<R, postgres::Error> + Send + 'static,
     ) -> Result<R, FrontierError> {
         if let Some(why) = &self.broken {
             return Err(FrontierError(format!(
@@ -237,7 +261,7 @@ impl PostgresFrontier {
         out
     }
 
-    /// Writes the buffered changes in one transaction (see the module documentation).
+    /// Writes the buffered changes in one statement (see the module documentation).
     fn flush(&mut self) -> Result<(), FrontierError> {
         if self.buf.is_empty() {
             return Ok(());
@@ -254,27 +278,48 @@ impl PostgresFrontier {
         Ok(())
     }
 
-    /// `seen_key`s of URLs unknown to this worker: asks the database about them.
-    fn known_seen(&mut self, key: String) -> Result<bool, FrontierError> {
+    /// Which of these `seen_key`s another worker has seen: one query for all of them.
+    fn known_seen(&mut self, keys: Vec<String>) -> Result<HashSet<String>, FrontierError> {
+        if keys.is_empty() {
+            return Ok(HashSet::new());
+        }
         self.run("cannot read the seen-set", move |c| {
-            let row = c.query_opt("SELECT 1 FROM seen WHERE key = $1", &[&key])?;
-            Ok(row.is_some())
+            let rows = c.query("SELECT key FROM seen WHERE key = ANY($1)", &[&keys])?;
+            Ok(rows.into_iter().map(|r| r.get(0)).collect())
         })
     }
 }
 
 impl Frontier for PostgresFrontier {
     fn mark_seen(&mut self, url: &Url) -> Result<bool, FrontierError> {
-        let key = seen_key(url);
-        if self.seen_here.contains(&key) {
-            return Ok(false);
-        }
-        let known = self.known_seen(key.clone())?;
-        self.seen_here.insert(key.clone());
-        if !known {
-            self.buf.seen.push(key);
-        }
-        Ok(!known)
+        Ok(self
+            .mark_seen_all(&[url])?
+            .first()
+            .copied()
+            .unwrap_or(false))
+    }
+
+    fn mark_seen_all(&mut self, urls: &[&Url]) -> Result<Vec<bool>, FrontierError> {
+        let keys: Vec<String> = urls.iter().map(|u| seen_key(u)).collect();
+        let mut ask: Vec<String> = keys
+            .iter()
+            .filter(|k| !self.seen_here.contains(*k))
+            .cloned()
+            .collect();
+        ask.sort_unstable();
+        ask.dedup();
+        let known = self.known_seen(ask)?;
+        Ok(keys
+            .into_iter()
+            .map(|key| {
+                // A key twice in one batch is new the first time only.
+                if !self.seen_here.insert(key.clone()) || known.contains(&key) {
+                    return false;
+                }
+                self.buf.seen.push(key);
+                true
+            })
+            .collect())
     }
 
     fn push(&mut self, site: &str, candidate: Candidate) -> Result<(), FrontierError> {
@@ -314,9 +359,10 @@ impl Frontier for PostgresFrontier {
                 self.queued.insert(site.to_string(), 0);
                 Ok(None)
             }
-            Some((raw, left)) => {
-                self.queued.insert(site.to_string(), left);
-                row_candidate(&self.shown, site, raw).map(Some)
+            Some(taken) => {
+                self.queued.insert(site.to_string(), taken.left);
+                self.streaks.insert(site.to_string(), taken.refusals);
+                row_candidate(&self.shown, site, taken.row).map(Some)
             }
         }
     }
@@ -342,16 +388,14 @@ impl Frontier for PostgresFrontier {
         self.flush()?;
         let origin = site.to_string();
         let rows = self.run("cannot drop a site's queue", move |c| {
-            let mut tx = c.transaction()?;
-            let rows = tx.query(
-                "WITH d AS (DELETE FROM queue WHERE site = \
-                 (SELECT id FROM sites WHERE origin = $1) \
+            // One statement: the rows and the site's count go together.
+            let rows = c.query(
+                "WITH s AS (UPDATE sites SET queued = 0 WHERE origin = $1 RETURNING id), \
+                 d AS (DELETE FROM queue WHERE site = (SELECT id FROM s) \
                  RETURNING id, kind, url, path, via, attempts) \
                  SELECT url, path, via, attempts FROM d ORDER BY kind, id",
                 &[&origin],
             )?;
-            tx.execute("UPDATE sites SET queued = 0 WHERE origin = $1", &[&origin])?;
-            tx.commit()?;
             Ok(rows
                 .into_iter()
                 .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
@@ -443,7 +487,8 @@ impl Frontier for PostgresFrontier {
                  ON CONFLICT (key) DO UPDATE SET holder = $2, \
                  expires = now() + $3 * interval '1 second' \
                  WHERE b.holder IS NULL OR b.holder = $2 OR b.expires < now() \
-                 RETURNING GREATEST(0, EXTRACT(EPOCH FROM (b.next_allowed - now())) * 1000)::float8",
+                 RETURNING GREATEST(0, EXTRACT(EPOCH FROM (b.next_allowed - now())) * 1000)::float8, \
+                 b.backoff_ms",
                 &[&key, &worker, &lease],
             )
         })?;
@@ -451,15 +496,54 @@ impl Frontier for PostgresFrontier {
             None => Lease::Busy,
             Some(r) => {
                 let ms: Option<f64> = r.get(0);
+                let backoff: i64 = r.get(1);
+                self.backoffs.insert(
+                    budget.to_string(),
+                    Duration::from_millis(u64::try_from(backoff).unwrap_or(0)),
+                );
                 Lease::Granted(Duration::from_secs_f64(ms.unwrap_or(0.0).max(0.0) / 1000.0))
             }
         })
     }
 
-    fn give_back(&mut self, budget: &str, pause: Duration) -> Result<(), FrontierError> {
-        let ms = i64::try_from(pause.as_millis()).unwrap_or(i64::MAX);
-        self.buf.paused.push((budget.to_string(), ms));
-        self.flush()
+    fn give_back(
+        &mut self,
+        budget: &str,
+        pause: Duration,
+        backoff: Duration,
+    ) -> Result<(), FrontierError> {
+        // Written with the next commit (the scheduler commits right after), in the same
+        // statement as the finished URL and its outlinks.
+        let ms = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
+        self.buf
+            .paused
+            .push((budget.to_string(), ms(pause), ms(backoff)));
+        self.backoffs.remove(budget);
+        Ok(())
+    }
+
+    fn shared_backoff(&mut self, budget: &str) -> Option<Duration> {
+        self.backoffs.get(budget).copied()
+    }
+
+    fn count_refusal(&mut self, site: &str, refused: bool) -> Result<Option<u32>, FrontierError> {
+        self.refusal_streak(site, refused).map(Some)
+    }
+
+    fn shared_robots(
+        &mut self,
+        site: &str,
+        max_age: Duration,
+    ) -> Result<Option<SharedRobots>, FrontierError> {
+        self.robots_of(site, max_age)
+    }
+
+    fn save_robots(&mut self, site: &str, robots: &SharedRobots) -> Result<(), FrontierError> {
+        self.keep_robots(site, robots)
+    }
+
+    fn shared_digests(&self) -> Option<Box<dyn crate::frontier::SharedDigests>> {
+        Some(Box::new(self.digests()))
     }
 
     fn poll(&mut self) -> Result<Vec<String>, FrontierError> {
@@ -494,51 +578,20 @@ impl Frontier for PostgresFrontier {
         self.calls
     }
 
+    fn database_round_trips(&self) -> u64 {
+        self.round_trips()
+    }
+
     fn site_facts(&mut self, site: &str) -> Result<Option<SiteFacts>, FrontierError> {
-        let origin = site.to_string();
-        let row = self.run("cannot read a site's state", move |c| {
-            c.query_opt(
-                "SELECT round, EXTRACT(EPOCH FROM suspended_until)::float8, retry_after_ms \
-                 FROM sites WHERE origin = $1",
-                &[&origin],
-            )
-        })?;
-        Ok(row.map(|r| facts_of(r.get(0), r.get(1), r.get(2))))
+        self.facts(site)
     }
 
     fn save_site_facts(&mut self, site: &str, facts: &SiteFacts) -> Result<(), FrontierError> {
-        let origin = site.to_string();
-        let round = i32::try_from(facts.round).unwrap_or(i32::MAX);
-        let until = facts.until.map(|u| u as f64);
-        let retry = facts
-            .retry_after
-            .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-        // One row, in its own statement: no lock is held past it.
-        self.run("cannot record a site's state", move |c| {
-            c.execute(
-                "INSERT INTO sites AS s (origin, round, suspended_until, retry_after_ms) \
-                 VALUES ($1, $2, to_timestamp($3), $4) \
-                 ON CONFLICT (origin) DO UPDATE SET round = GREATEST(s.round, EXCLUDED.round), \
-                 suspended_until = GREATEST(s.suspended_until, EXCLUDED.suspended_until), \
-                 retry_after_ms = GREATEST(s.retry_after_ms, EXCLUDED.retry_after_ms)",
-                &[&origin, &round, &until, &retry],
-            )
-            .map(drop)
-        })
+        self.store_facts(site, facts)
     }
 
     fn suspended_sites(&mut self) -> Result<Vec<(String, SiteFacts)>, FrontierError> {
-        let rows = self.run("cannot read the suspended sites", |c| {
-            c.query(
-                "SELECT origin, round, EXTRACT(EPOCH FROM suspended_until)::float8, \
-                 retry_after_ms FROM sites WHERE suspended_until > now()",
-                &[],
-            )
-        })?;
-        Ok(rows
-            .into_iter()
-            .map(|r| (r.get(0), facts_of(r.get(1), r.get(2), r.get(3))))
-            .collect())
+        self.suspended()
     }
 
     fn leave(&mut self) -> Result<(), FrontierError> {
@@ -555,14 +608,6 @@ impl Frontier for PostgresFrontier {
             )?;
             Ok(())
         })
-    }
-}
-
-fn facts_of(round: i32, until: Option<f64>, retry_ms: Option<i64>) -> SiteFacts {
-    SiteFacts {
-        round: u32::try_from(round).unwrap_or(0),
-        until: until.map(|u| u.max(0.0).ceil() as u64),
-        retry_after: retry_ms.map(|ms| Duration::from_millis(u64::try_from(ms).unwrap_or(0))),
     }
 }
 

@@ -5,7 +5,7 @@ use postgres::Client;
 use crate::frontier::sqlite::CrawlIdentity;
 
 /// Bumped whenever the tables change meaning: another format is refused, not guessed at.
-const FORMAT_VERSION: i32 = 1;
+const FORMAT_VERSION: i32 = 2;
 
 /// Every table lives in this schema, so the crawl can share a database with other data.
 pub(super) const SCHEMA_NAME: &str = "archiver";
@@ -29,7 +29,8 @@ CREATE TABLE sites (
     queued bigint NOT NULL DEFAULT 0,
     suspended_until timestamptz,
     round integer NOT NULL DEFAULT 0,
-    retry_after_ms bigint
+    retry_after_ms bigint,
+    refusals integer NOT NULL DEFAULT 0
 );
 CREATE INDEX sites_with_work ON sites (id) WHERE queued > 0;
 CREATE TABLE queue (
@@ -68,7 +69,20 @@ CREATE TABLE budgets (
     expires timestamptz,
     last_end timestamptz,
     next_allowed timestamptz,
+    backoff_ms bigint NOT NULL DEFAULT 0,
     fetches bigint NOT NULL DEFAULT 0
+);
+CREATE TABLE robots (
+    origin text PRIMARY KEY,
+    status integer NOT NULL,
+    body bytea NOT NULL,
+    fetched timestamptz NOT NULL
+);
+CREATE TABLE digests (
+    digest text PRIMARY KEY,
+    uri text NOT NULL,
+    date text NOT NULL,
+    record_id text
 );
 ";
 

@@ -47,6 +47,21 @@ fn shared_suite_on_a_real_server() {
 }
 
 #[test]
+fn site_state_and_digests_between_two_workers() {
+    let pg = PgCluster::start(&["state"]);
+    let mut a = open(pg.url("state"), "a");
+    let mut b = open(pg.url("state"), "b");
+    suite::check_site_state_between_workers(&mut a, &mut b);
+    // Every call is counted, and costs about one round trip once its statement is prepared.
+    assert!(
+        a.calls() > 5 && a.round_trips() >= a.calls(),
+        "{} {}",
+        a.calls(),
+        a.round_trips()
+    );
+}
+
+#[test]
 fn crawl_identity_workers_leases_and_reaping() {
     let pg = PgCluster::start(&["crawl"]);
     let url = pg.url("crawl");
@@ -81,7 +96,11 @@ fn crawl_identity_workers_leases_and_reaping() {
     // A budget is held by one worker at a time, and keeps its pause when it moves.
     assert!(matches!(a.lease("127.0.0.9").unwrap(), Lease::Granted(d) if d.is_zero()));
     assert!(matches!(b.lease("127.0.0.9").unwrap(), Lease::Busy));
-    a.give_back("127.0.0.9", Duration::from_secs(30)).unwrap();
+    a.give_back("127.0.0.9", Duration::from_secs(30), Duration::ZERO)
+        .unwrap();
+    // Given back with the next commit (one statement with the finished URL).
+    assert!(matches!(b.lease("127.0.0.9").unwrap(), Lease::Busy));
+    a.commit().unwrap();
     match b.lease("127.0.0.9").unwrap() {
         Lease::Granted(d) => assert!(d > Duration::from_secs(25), "{d:?}"),
         Lease::Busy => panic!("given back but still busy"),
