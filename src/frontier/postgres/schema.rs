@@ -4,8 +4,33 @@ use postgres::Client;
 
 use crate::frontier::sqlite::CrawlIdentity;
 
-/// Bumped whenever the tables change meaning: another format is refused, not guessed at.
+/// Bumped whenever the tables change: an older format is brought up to date (see
+/// [`MIGRATIONS`]), a newer one is refused, not guessed at.
 const FORMAT_VERSION: i32 = 2;
+
+/// What brings format N to N+1, in order; a new crawl is created in format 1 and brought up
+/// the same way, so there is one description of every table. Each step only adds (columns with
+/// defaults, tables), so a worker still running the older format keeps working meanwhile.
+const MIGRATIONS: [(i32, &str); 1] = [(
+    1,
+    // Shared per-site state: refusals in a row, budget backoff, robots.txt, payload digests.
+    "
+ALTER TABLE sites ADD COLUMN IF NOT EXISTS refusals integer NOT NULL DEFAULT 0;
+ALTER TABLE budgets ADD COLUMN IF NOT EXISTS backoff_ms bigint NOT NULL DEFAULT 0;
+CREATE TABLE IF NOT EXISTS robots (
+    origin text PRIMARY KEY,
+    status integer NOT NULL,
+    body bytea NOT NULL,
+    fetched timestamptz NOT NULL
+);
+CREATE TABLE IF NOT EXISTS digests (
+    digest text PRIMARY KEY,
+    uri text NOT NULL,
+    date text NOT NULL,
+    record_id text
+);
+",
+)];
 
 /// Every table lives in this schema, so the crawl can share a database with other data.
 pub(super) const SCHEMA_NAME: &str = "archiver";
@@ -29,8 +54,7 @@ CREATE TABLE sites (
     queued bigint NOT NULL DEFAULT 0,
     suspended_until timestamptz,
     round integer NOT NULL DEFAULT 0,
-    retry_after_ms bigint,
-    refusals integer NOT NULL DEFAULT 0
+    retry_after_ms bigint
 );
 CREATE INDEX sites_with_work ON sites (id) WHERE queued > 0;
 CREATE TABLE queue (
@@ -69,25 +93,13 @@ CREATE TABLE budgets (
     expires timestamptz,
     last_end timestamptz,
     next_allowed timestamptz,
-    backoff_ms bigint NOT NULL DEFAULT 0,
     fetches bigint NOT NULL DEFAULT 0
-);
-CREATE TABLE robots (
-    origin text PRIMARY KEY,
-    status integer NOT NULL,
-    body bytea NOT NULL,
-    fetched timestamptz NOT NULL
-);
-CREATE TABLE digests (
-    digest text PRIMARY KEY,
-    uri text NOT NULL,
-    date text NOT NULL,
-    record_id text
 );
 ";
 
-/// Creates the schema on first use, or checks it; registers the worker. `Ok(Some(msg))` when
-/// the database belongs to another crawl or format.
+/// Creates the schema on first use, or checks it (bringing an older format up to date);
+/// registers the worker. `Ok(Some(msg))` when the database belongs to another crawl or to a
+/// newer format.
 pub(super) fn setup(
     c: &mut Client,
     identity: &CrawlIdentity,
@@ -109,9 +121,10 @@ pub(super) fn setup(
     if !exists {
         tx.batch_execute(SCHEMA)?;
         tx.execute(
-            "INSERT INTO crawl (format, name, seeds) VALUES ($1, $2, $3)",
-            &[&FORMAT_VERSION, &identity.name, &seeds],
+            "INSERT INTO crawl (format, name, seeds) VALUES (1, $1, $2)",
+            &[&identity.name, &seeds],
         )?;
+        migrate(&mut tx, 1)?;
     } else {
         let row = tx.query_opt("SELECT format, name, seeds FROM crawl", &[])?;
         let Some(row) = row else {
@@ -122,10 +135,10 @@ pub(super) fn setup(
             ));
         };
         let format: i32 = row.get(0);
-        if format != FORMAT_VERSION {
+        if !(1..=FORMAT_VERSION).contains(&format) {
             return Ok(Some(format!(
-                "frontier format {format}, but this archiver reads format {FORMAT_VERSION}: \
-                 finish that crawl with the archiver that started it"
+                "frontier format {format}, but this archiver reads formats 1 to \
+                 {FORMAT_VERSION}: finish that crawl with the archiver that started it"
             )));
         }
         let stored = CrawlIdentity {
@@ -140,6 +153,7 @@ pub(super) fn setup(
                 identity.describe()
             )));
         }
+        migrate(&mut tx, format)?;
     }
     tx.execute(
         "INSERT INTO workers (name) VALUES ($1) ON CONFLICT (name) DO UPDATE \
@@ -156,4 +170,17 @@ pub(super) fn setup(
     // the lost connection), so no pause is cut short.
     c.batch_execute("SET synchronous_commit = off")?;
     Ok(None)
+}
+
+/// Brings the tables from `format` up to [`FORMAT_VERSION`], under the setup lock.
+fn migrate(tx: &mut postgres::Transaction<'_>, format: i32) -> Result<(), postgres::Error> {
+    for (from, step) in MIGRATIONS {
+        if from >= format {
+            tx.batch_execute(step)?;
+        }
+    }
+    if format < FORMAT_VERSION {
+        tx.execute("UPDATE crawl SET format = $1", &[&FORMAT_VERSION])?;
+    }
+    Ok(())
 }

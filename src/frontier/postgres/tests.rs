@@ -62,6 +62,39 @@ fn site_state_and_digests_between_two_workers() {
 }
 
 #[test]
+fn an_older_format_is_brought_up_to_date_and_a_newer_one_refused() {
+    let pg = PgCluster::start(&["old"]);
+    let url = pg.url("old");
+    let mut a = open(url.clone(), "a");
+    a.push(
+        "http://s",
+        Candidate::seed(Url::parse("http://s/1").unwrap()),
+    )
+    .unwrap();
+    a.leave().unwrap();
+    drop(a);
+    // Back to format 1, as the last release left its crawls.
+    let mut c = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    c.batch_execute(
+        "SET search_path = archiver; ALTER TABLE sites DROP COLUMN refusals; \
+         ALTER TABLE budgets DROP COLUMN backoff_ms; DROP TABLE robots, digests; \
+         UPDATE crawl SET format = 1",
+    )
+    .unwrap();
+    let mut b = open(url.clone(), "b");
+    assert_eq!(b.sites_with_work().unwrap(), ["http://s"]);
+    assert_eq!(b.count_refusal("http://s", true).unwrap(), Some(1));
+    let format: i32 = c.query_one("SELECT format FROM crawl", &[]).unwrap().get(0);
+    assert_eq!(format, 2);
+    b.leave().unwrap();
+    c.batch_execute("UPDATE crawl SET format = 3").unwrap();
+    let msg = PostgresFrontier::open(&settings(url, "c"), &ident())
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("frontier format 3"), "{msg}");
+}
+
+#[test]
 fn crawl_identity_workers_leases_and_reaping() {
     let pg = PgCluster::start(&["crawl"]);
     let url = pg.url("crawl");
