@@ -53,7 +53,10 @@ seed() {
       # The target's first byte picks the framing (see fuzz_targets/warc.rs): 0 as is, 1 one
       # gzip member, 2 an ARC file after a version block.
       local f n=0
+      # Only the small test files: a 12 MB seed makes every mutation of it a multi-second run,
+      # which libFuzzer reports as a timeout instead of searching.
       for f in tests/data/warc/*.warc.gz tests/data/cdx/*.warc.gz; do
+        [ "$(stat -c %s "$f")" -le 262144 ] || continue
         n=$((n + 1))
         { printf '\0'; cat "$f"; } >"$dir/gz-$n"
         { printf '\1'; gzip -dc "$f"; } >"$dir/plain-$n"
@@ -74,7 +77,7 @@ run_one() {
   set +e
   nice -n "${FUZZ_NICE:-19}" "$BIN/$target" "tools/fuzz/corpus/$target" \
     -artifact_prefix="tools/fuzz/artifacts/$target/" \
-    -max_total_time="$SECONDS_EACH" -rss_limit_mb=2048 -timeout=20 -print_final_stats=1 -detect_leaks=0 \
+    -max_total_time="$SECONDS_EACH" -rss_limit_mb=2048 -timeout="${FUZZ_TIMEOUT:-60}" -max_len="${FUZZ_MAX_LEN:-262144}" -print_final_stats=1 -detect_leaks=0 \
     >"$LOGS/$target.log" 2>&1
   rc=$?
   set -e
