@@ -238,9 +238,7 @@ fn cdxj_files(path: &Path) -> Result<Vec<PathBuf>, DedupError> {
 /// One CDXJ line → (digest, WARC date, url) if it can be an original, `None` if it cannot
 /// (see [`LoadStats::ignored`]), an error if it is not CDXJ at all.
 fn parse_line(line: &str) -> Result<Option<(Sha1Key, String, String)>, String> {
-    let mut parts = line.splitn(3, ' ');
-    let (Some(_key), Some(timestamp), Some(json)) = (parts.next(), parts.next(), parts.next())
-    else {
+    let Some((_key, timestamp, json)) = crate::cdx::split_line(line) else {
         return Err("expected: key, timestamp, JSON".into());
     };
     let date = warc_date_of(timestamp).ok_or_else(|| format!("bad timestamp {timestamp:?}"))?;

@@ -97,6 +97,13 @@ fn push_padded(out: &mut String, value: u64, width: usize) {
     }
 }
 
+/// A CDXJ line's three parts, `(SURT key, timestamp, JSON)`; None if it has fewer. The key
+/// and timestamp never hold a space, while the JSON may (and a URL in the key may hold `{`).
+pub fn split_line(line: &str) -> Option<(&str, &str, &str)> {
+    let mut parts = line.splitn(3, ' ');
+    Some((parts.next()?, parts.next()?, parts.next()?))
+}
+
 /// The CDXJ line for `r`, without a newline: `SURTKEY TIMESTAMP14 {json}`.
 ///
 /// Fields, in this order, each left out where cdxj-indexer has none: `url` (the target URI,
@@ -467,6 +474,16 @@ mod tests {
         }
         assert!(count >= 20, "only {count} lines compared");
         assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    }
+
+    #[test]
+    fn a_line_splits_at_its_first_two_spaces_only() {
+        let line = r#"com,example)/?q={x} 20261202000000 {"url": "http://example.com/?q={x}", "mime": "text/html"}"#;
+        let (key, ts, json) = split_line(line).unwrap();
+        assert_eq!(key, "com,example)/?q={x}");
+        assert_eq!(ts, "20261202000000");
+        assert!(json.starts_with("{\"url\""), "{json}");
+        assert_eq!(split_line("com,example)/ 20261202000000"), None);
     }
 
     #[test]

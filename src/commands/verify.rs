@@ -102,9 +102,7 @@ impl KnownCaptures {
                 .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
             for line in BufReader::new(file).lines() {
                 let line = line?;
-                let mut parts = line.splitn(3, ' ');
-                let (Some(_key), Some(ts), Some(json)) = (parts.next(), parts.next(), parts.next())
-                else {
+                let Some((_key, ts, json)) = crate::cdx::split_line(&line) else {
                     continue;
                 };
                 let url = serde_json::from_str::<serde_json::Value>(json)

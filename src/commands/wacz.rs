@@ -325,8 +325,7 @@ fn pages_of(cdxj: &Path, warcs: &[PathBuf]) -> Result<Vec<Page>, WaczError> {
     let mut seen = std::collections::HashSet::new();
     for line in reader.lines() {
         let line = line.map_err(io_at(cdxj))?;
-        let mut parts = line.splitn(3, ' ');
-        let (Some(key), Some(ts), Some(json)) = (parts.next(), parts.next(), parts.next()) else {
+        let Some((key, ts, json)) = crate::cdx::split_line(&line) else {
             continue;
         };
         let Ok(l) = serde_json::from_str::<Line>(json) else {
@@ -367,8 +366,7 @@ fn first_capture(cdxj: &Path, url: &str) -> Option<String> {
     let reader = BufReader::new(File::open(cdxj).ok()?);
     let mut best: Option<String> = None;
     for line in reader.lines().map_while(Result::ok) {
-        let mut parts = line.splitn(3, ' ');
-        let (Some(_), Some(ts), Some(json)) = (parts.next(), parts.next(), parts.next()) else {
+        let Some((_, ts, json)) = crate::cdx::split_line(&line) else {
             continue;
         };
         if serde_json::from_str::<Line>(json).is_ok_and(|l| l.url == url)

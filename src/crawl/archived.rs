@@ -109,7 +109,7 @@ fn scan_index(path: &Path, wanted: &mut HashSet<&str>, found: &mut HashSet<Strin
 
 /// The `url` field of a CDXJ line (`KEY TIMESTAMP {json}`).
 fn cdxj_url(line: &str) -> Option<String> {
-    let json = &line[line.find('{')?..];
+    let (_, _, json) = crate::cdx::split_line(line)?;
     let value: serde_json::Value = serde_json::from_str(json).ok()?;
     value.get("url")?.as_str().map(str::to_string)
 }

@@ -145,8 +145,7 @@ pub struct Capture {
 
 /// Splits and parses a CDXJ line; `Ok(None)` for captures that are not http(s).
 fn parse_line(line: &str) -> Result<Option<Capture>, String> {
-    let mut parts = line.splitn(3, ' ');
-    let (Some(key), Some(ts), Some(json)) = (parts.next(), parts.next(), parts.next()) else {
+    let Some((key, ts, json)) = crate::cdx::split_line(line) else {
         return Err("expected KEY TIMESTAMP {JSON}".into());
     };
     let f: Fields = serde_json::from_str(json).map_err(|e| format!("bad JSON: {e}"))?;
