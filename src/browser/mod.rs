@@ -7,10 +7,10 @@
 //! Chromium is also pointed at a dead proxy and a resolver that knows no names, so anything the
 //! interception might miss fails instead of reaching a server.
 //!
-//! - [`rule`]: the pure "empty without JavaScript" test over a page's HTML;
-//! - [`cdp`]: a small Chrome DevTools Protocol client over one WebSocket;
-//! - [`process`]: finding, starting and stopping the one Chromium process;
-//! - [`tab`]: rendering one page in its own tab, interception included.
+//! - `rule`: the pure "empty without JavaScript" test over a page's HTML;
+//! - `cdp`: a small Chrome DevTools Protocol client over one WebSocket;
+//! - `process`: finding, starting and stopping the one Chromium process;
+//! - `tab`: rendering one page in its own tab, interception included.
 
 pub(crate) mod cdp;
 pub(crate) mod process;
@@ -41,7 +41,7 @@ pub struct BrowserSettings {
     pub render: RenderMode,
     /// Most share of the crawl's HTML pages that may be rendered (0..=1).
     pub max_share: f64,
-    /// The Chromium to run; `None`: the first of [`process::CANDIDATES`] found on PATH.
+    /// The Chromium to run; `None`: the first of `process::CANDIDATES` found on PATH.
     pub executable: Option<PathBuf>,
     /// Longest time one page may take to render (then its DOM is taken as it is).
     pub render_timeout: Duration,

@@ -38,7 +38,7 @@ pub enum LaunchError {
 }
 
 /// The executable to run: `configured` when it names one (a path, or a name looked up on PATH),
-/// else the first of [`CANDIDATES`] on PATH.
+/// else the first of `CANDIDATES` on PATH.
 pub fn find_executable(configured: Option<&Path>) -> Option<PathBuf> {
     match configured {
         Some(p) if p.components().count() > 1 => p.is_file().then(|| p.to_path_buf()),

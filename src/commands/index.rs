@@ -1,11 +1,11 @@
 //! `archiver index`: sorted CDXJ for any WARC or ARC file (ours, warcio's, wget's,
 //! Heritrix's, the Internet Archive's), read through the one record walker of
-//! [`crate::warc::read`].
+//! `crate::warc::read`.
 //!
 //! The lines themselves come from [`crate::cdx::cdxj_line`], the same function the WARC writer
 //! uses, so `archiver index` and the crawler's own indexes agree with `cdxj-indexer` in one
 //! place. Which records get a line, and what is computed when a header is missing, follows
-//! cdxj-indexer 1.5.0 (warcio's lenient reading): see [`CdxVisitor`]. Large files are split at
+//! cdxj-indexer 1.5.0 (warcio's lenient reading): see `CdxVisitor`. Large files are split at
 //! gzip member boundaries so that one big WARC uses every core.
 
 use std::io::{self, BufRead, Write};
@@ -16,6 +16,7 @@ use std::sync::mpsc;
 use sha1::{Digest, Sha1};
 
 use crate::cdx::{self, CdxRecord, LineSorter};
+use crate::commands::{io_at, IoAt};
 use crate::spool::sha1_label;
 use crate::warc::head::{is_py_space_byte, read_line};
 use crate::warc::member::Source;
@@ -57,8 +58,8 @@ pub enum InputError {
     Missing(PathBuf),
     #[error("{}: no WARC or ARC file (.warc.gz, .warc, .arc.gz, .arc) in this folder or its sub-folders", .0.display())]
     NoArchives(PathBuf),
-    #[error("{}: {source}", .path.display())]
-    Io { path: PathBuf, source: io::Error },
+    #[error(transparent)]
+    Io(#[from] IoAt),
 }
 
 /// Archive files found for the inputs.
@@ -86,10 +87,7 @@ pub fn find_archives(inputs: &[PathBuf]) -> Result<Found, InputError> {
     for input in inputs {
         let meta = std::fs::metadata(input).map_err(|e| match e.kind() {
             io::ErrorKind::NotFound => InputError::Missing(input.clone()),
-            _ => InputError::Io {
-                path: input.clone(),
-                source: e,
-            },
+            _ => io_at(input)(e).into(),
         })?;
         if !meta.is_dir() {
             found.files.push(input.clone());
@@ -109,12 +107,8 @@ pub fn find_archives(inputs: &[PathBuf]) -> Result<Found, InputError> {
 }
 
 fn collect_archives(dir: &Path, found: &mut Found) -> Result<(), InputError> {
-    let io_err = |source| InputError::Io {
-        path: dir.to_path_buf(),
-        source,
-    };
-    for entry in std::fs::read_dir(dir).map_err(io_err)? {
-        let path = entry.map_err(io_err)?.path();
+    for entry in std::fs::read_dir(dir).map_err(io_at(dir))? {
+        let path = entry.map_err(io_at(dir))?.path();
         let name = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())

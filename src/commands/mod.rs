@@ -10,3 +10,23 @@ pub mod optout;
 pub mod status;
 pub mod verify;
 pub mod wacz;
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// An I/O error and the file or folder it happened on, shown as `PATH: error`: the one `Io`
+/// case of the offline tools' errors.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {source}", .path.display())]
+pub struct IoAt {
+    pub path: PathBuf,
+    pub source: io::Error,
+}
+
+/// For `map_err`: tags an I/O error with the path it happened on.
+pub(crate) fn io_at(path: &Path) -> impl FnOnce(io::Error) -> IoAt + '_ {
+    move |source| IoAt {
+        path: path.to_path_buf(),
+        source,
+    }
+}

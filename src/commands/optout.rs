@@ -9,6 +9,7 @@ use std::io::{self, BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use crate::commands::index::{self, IndexError, InputError, Problem, Span, Visitor, WarcHead};
+use crate::commands::{io_at, IoAt};
 use crate::scope::optout::{OptOutEntry, OptOutList};
 use crate::warc::sync_dir;
 
@@ -110,8 +111,8 @@ impl ApplyReport {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApplyError {
-    #[error("{}: {source}", .path.display())]
-    Io { path: PathBuf, source: io::Error },
+    #[error(transparent)]
+    Io(#[from] IoAt),
     #[error(transparent)]
     Index(#[from] IndexError),
     #[error(transparent)]
@@ -125,13 +126,6 @@ pub enum ApplyError {
     MatchesEverything(u64),
     #[error("the rewritten {} did not read back as expected ({message}); the original is untouched", .path.display())]
     Verify { path: PathBuf, message: String },
-}
-
-fn io_at(path: &Path) -> impl FnOnce(io::Error) -> ApplyError + '_ {
-    move |source| ApplyError::Io {
-        path: path.to_path_buf(),
-        source,
-    }
 }
 
 /// What the scan keeps of each record.
@@ -430,10 +424,8 @@ fn rewrite(
             old_index = Some(aside);
         }
     }
-    tmp.persist(&file.path).map_err(|e| ApplyError::Io {
-        path: file.path.clone(),
-        source: e.error,
-    })?;
+    tmp.persist(&file.path)
+        .map_err(|e| io_at(&file.path)(e.error))?;
     sync_dir(dir);
     if let (Some(d), Some(part)) = (index_dir, new_index) {
         let done = d.join(format!("{stem}.cdxj"));

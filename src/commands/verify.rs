@@ -12,7 +12,7 @@
 //! `--index`). Per file: one gzip member per record (a file gzipped as one stream is said so,
 //! and its records are still checked), gzip CRCs, truncation.
 //!
-//! Reading goes through the one member walker of [`crate::warc::read`] (inflating everything,
+//! Reading goes through the one member walker of `crate::warc::read` (inflating everything,
 //! CRCs checked); files are spread over the CPU cores.
 
 use std::collections::{HashMap, HashSet};

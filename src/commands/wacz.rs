@@ -24,8 +24,9 @@ use sha2::{Digest, Sha256};
 use zip::write::SimpleFileOptions;
 use zip::{CompressionMethod, ZipWriter};
 
-use crate::commands::http;
 use crate::commands::index::{self, InputError};
+use crate::commands::{http, io_at, IoAt};
+use crate::extract::entities::decode_text;
 use crate::warc::io::HashingWriter;
 
 /// Largest record block read to find a page's title.
@@ -37,8 +38,8 @@ const ZIP64_FROM: u64 = 0xffff_0000;
 
 #[derive(Debug, thiserror::Error)]
 pub enum WaczError {
-    #[error("{}: {source}", .path.display())]
-    Io { path: PathBuf, source: io::Error },
+    #[error(transparent)]
+    Io(#[from] IoAt),
     #[error(transparent)]
     Input(#[from] InputError),
     #[error("{}: no closed WARC file to pack (files still being written end in .open)", .0.display())]
@@ -49,13 +50,6 @@ pub enum WaczError {
     DuplicateName(String),
     #[error("writing the ZIP: {0}")]
     Zip(#[from] zip::result::ZipError),
-}
-
-fn io_at(path: &Path) -> impl FnOnce(io::Error) -> WaczError + '_ {
-    move |source| WaczError::Io {
-        path: path.to_path_buf(),
-        source,
-    }
 }
 
 /// What to pack and how to describe it.
@@ -182,10 +176,9 @@ pub fn write(opts: &WaczOptions) -> Result<WaczReport, WaczError> {
     add_bytes(&mut zip, "datapackage-digest.json", digest.as_bytes())?;
     let mut inner = zip.finish()?;
     inner.flush().map_err(io_at(&part))?;
-    let file = inner.into_inner().map_err(|e| WaczError::Io {
-        path: part.clone(),
-        source: e.into_error(),
-    })?;
+    let file = inner
+        .into_inner()
+        .map_err(|e| io_at(&part)(e.into_error()))?;
     file.sync_all().map_err(io_at(&part))?;
     report.bytes = file.metadata().map_err(io_at(&part))?.len();
     drop(file);
@@ -225,10 +218,8 @@ fn add_file<W: Write + io::Seek>(
     let mut sink = HashingWriter::<_, Sha256>::new(&mut *zip);
     io::copy(&mut input, &mut sink).map_err(io_at(src))?;
     if sink.count() != size {
-        return Err(WaczError::Io {
-            path: src.to_path_buf(),
-            source: io::Error::other("the file changed while it was being packed"),
-        });
+        let changed = io::Error::other("the file changed while it was being packed");
+        return Err(io_at(src)(changed).into());
     }
     let hash = format!("sha256:{}", data_encoding::HEXLOWER.encode(&sink.finish()));
     Ok(Resource {
@@ -245,10 +236,8 @@ fn add_bytes<W: Write + io::Seek>(
     data: &[u8],
 ) -> Result<(), WaczError> {
     zip.start_file(path, stored(data.len() as u64))?;
-    zip.write_all(data).map_err(|source| WaczError::Io {
-        path: PathBuf::from(path),
-        source,
-    })
+    zip.write_all(data)
+        .map_err(|e| io_at(Path::new(path))(e).into())
 }
 
 fn sha256_label(data: &[u8]) -> String {
@@ -396,7 +385,7 @@ fn write_pages(path: &Path, pages: &[Page]) -> Result<(), WaczError> {
         }
         out.flush()
     };
-    write().map_err(io_at(path))
+    Ok(write().map_err(io_at(path))?)
 }
 
 /// The `<title>` of the HTML page in the record at `offset`, if it has one.
@@ -410,23 +399,18 @@ fn page_title(warc: &Path, offset: u64) -> Option<String> {
     ))
 }
 
-/// The text of the first `<title>` element: entities for the usual characters decoded,
-/// whitespace collapsed.
+/// The text of the first `<title>` element: character references decoded, whitespace
+/// collapsed.
 fn title_in(html: &str) -> Option<String> {
     let lower = html.to_ascii_lowercase();
     let open = lower.find("<title")?;
     let start = open + lower[open..].find('>')? + 1;
     let end = start + lower[start..].find("</title")?;
     let raw = &html[start..end];
-    let text = raw
-        .replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&quot;", "\"")
-        .replace("&#39;", "'")
-        .replace("&#x27;", "'")
-        .replace("&nbsp;", " ")
-        .replace("&amp;", "&");
-    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let text = decode_text(raw)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
     (!text.is_empty()).then_some(text)
 }
 
@@ -439,6 +423,10 @@ mod tests {
         assert_eq!(
             title_in("<html><head><TITLE lang=en>\n  Fish &amp; Chips </title>").as_deref(),
             Some("Fish & Chips")
+        );
+        assert_eq!(
+            title_in("<title>caf&eacute;&nbsp;&#39;&#x27;</title>").as_deref(),
+            Some("caf\u{e9} ''")
         );
         assert_eq!(title_in("<p>no title</p>"), None);
         assert_eq!(title_in("<title></title>"), None);

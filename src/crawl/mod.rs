@@ -11,7 +11,7 @@
 //!
 //! | file | job | hands on |
 //! | --- | --- | --- |
-//! | `engine` | the [`Crawler`](engine::Crawler) and its three locks | — |
+//! | `engine` | the `Crawler` and its three locks | — |
 //! | `sched` | synchronous, clock injected: enqueue, take a job, release, wake | `Job` |
 //! | `driver` | the async loop: dispatch, resolver task, signals, report timer | — |
 //! | `prereq` | a site's robots.txt and DNS | `Pace` |

@@ -17,11 +17,12 @@
 pub mod css;
 
 // The parse's helpers, each one job: attribute micro-parsers, the input's encoding,
-// Content-Encoding decoding, character references.
+// Content-Encoding decoding, character references; and a page's visible text.
 mod attr;
 mod charset;
 mod decode;
-mod entities;
+pub(crate) mod entities;
+pub(crate) mod text;
 
 pub use decode::{decode_body, decoding_reader, DecodeError, Decoded};
 

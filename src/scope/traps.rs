@@ -5,7 +5,7 @@
 //!
 //! 1. [`url_trap`] judges a discovered URL by its text alone, before it is queued. Its rules
 //!    and thresholds are listed on [`UrlTrapRules`].
-//! 2. [`strip_session_ids`] removes session ids from a URL so the seen-set treats
+//! 2. `session::strip_session_ids` removes session ids from a URL so the seen-set treats
 //!    `…;jsessionid=A` and `…;jsessionid=B` as one URL (a server that hands every visit a new
 //!    session id would otherwise make every page "new" forever).
 //! 3. [`ContentTraps`] watches fetched pages: many pages with the very same text reached under
@@ -21,8 +21,6 @@
 use std::collections::HashMap;
 
 use chrono::Datelike;
-use lol_html::html_content::{TextChunk, TextType};
-use lol_html::{DocumentContentHandlers, HtmlRewriter, Settings};
 use url::Url;
 
 /// Why a URL or a page was judged a trap.
@@ -521,133 +519,10 @@ fn date_value(value: &str) -> Option<i64> {
 /// costs no more memory than this.
 pub const MAX_VISIBLE_TEXT: usize = 1 << 20;
 
-/// The visible text of an HTML page: text nodes outside `<script>`, `<style>` and other
-/// raw-text elements, plus the `<title>`, with common character references decoded, text
-/// nodes separated by a space and whitespace runs collapsed. At most [`MAX_VISIBLE_TEXT`]
-/// bytes. The encoding follows the page's `<meta charset>`, else UTF-8 (good enough for a
-/// hash: a page always decodes the same way). Never fails: broken markup yields what
-/// was read so far.
+/// The visible text of an HTML page as fetched, for [`text_hash`]: one line per block, at
+/// most [`MAX_VISIBLE_TEXT`] bytes (see `extract::text`). Never fails.
 pub fn visible_text(html: &[u8]) -> String {
-    let text = std::cell::RefCell::new(TextBuf::default());
-    {
-        let handler = |chunk: &mut TextChunk<'_>| {
-            if matches!(chunk.text_type(), TextType::Data | TextType::RCData) {
-                let mut t = text.borrow_mut();
-                t.push_decoded(chunk.as_str());
-                if chunk.last_in_text_node() {
-                    t.push_space();
-                }
-            }
-            Ok(())
-        };
-        let settings = Settings {
-            document_content_handlers: vec![DocumentContentHandlers::default().text(handler)],
-            strict: false,
-            adjust_charset_on_meta_tag: true,
-            ..Settings::new()
-        };
-        let mut rewriter = HtmlRewriter::new(settings, |_: &[u8]| {});
-        let mut ok = true;
-        for chunk in html.chunks(64 * 1024) {
-            ok = ok && rewriter.write(chunk).is_ok();
-            if !ok || text.borrow().full() {
-                break;
-            }
-        }
-        // After an error lol_html must not be called again.
-        if ok {
-            let _ = rewriter.end();
-        }
-    }
-    text.into_inner().finish()
-}
-
-/// Collects text with whitespace collapsed, up to [`MAX_VISIBLE_TEXT`] bytes.
-#[derive(Default)]
-struct TextBuf {
-    out: String,
-    pending_space: bool,
-}
-
-impl TextBuf {
-    fn full(&self) -> bool {
-        self.out.len() >= MAX_VISIBLE_TEXT
-    }
-
-    fn push_space(&mut self) {
-        self.pending_space = !self.out.is_empty();
-    }
-
-    fn push_char(&mut self, c: char) {
-        if self.full() {
-            return;
-        }
-        if c.is_whitespace() {
-            self.push_space();
-            return;
-        }
-        if self.pending_space {
-            self.out.push(' ');
-            self.pending_space = false;
-        }
-        self.out.push(c);
-    }
-
-    /// Appends raw HTML text, decoding `&amp;`-style and numeric character references.
-    fn push_decoded(&mut self, raw: &str) {
-        let mut rest = raw;
-        while let Some(i) = rest.find('&') {
-            rest[..i].chars().for_each(|c| self.push_char(c));
-            let after = &rest[i + 1..];
-            match decode_reference(after) {
-                Some((c, used)) => {
-                    self.push_char(c);
-                    rest = &after[used..];
-                }
-                None => {
-                    self.push_char('&');
-                    rest = after;
-                }
-            }
-        }
-        rest.chars().for_each(|c| self.push_char(c));
-    }
-
-    fn finish(mut self) -> String {
-        if self.out.len() > MAX_VISIBLE_TEXT {
-            let mut end = MAX_VISIBLE_TEXT;
-            while !self.out.is_char_boundary(end) {
-                end -= 1;
-            }
-            self.out.truncate(end);
-        }
-        self.out
-    }
-}
-
-/// A character reference after `&`: the character and the bytes used (including `;`).
-/// Only the references that commonly appear in text; others stay as written.
-fn decode_reference(s: &str) -> Option<(char, usize)> {
-    let end = s.bytes().take(12).position(|b| b == b';')?;
-    let name = &s[..end];
-    let c = if let Some(num) = name.strip_prefix('#') {
-        let code = match num.strip_prefix(['x', 'X']) {
-            Some(hex) => u32::from_str_radix(hex, 16).ok()?,
-            None => num.parse().ok()?,
-        };
-        char::from_u32(code).unwrap_or(char::REPLACEMENT_CHARACTER)
-    } else {
-        match name {
-            "amp" => '&',
-            "lt" => '<',
-            "gt" => '>',
-            "quot" => '"',
-            "apos" => '\'',
-            "nbsp" => ' ',
-            _ => return None,
-        }
-    };
-    Some((c, end + 1))
+    crate::extract::text::page_text(html, MAX_VISIBLE_TEXT)
 }
 
 /// A hash of a text's words and numbers, in order (case and punctuation ignored): equal only
@@ -988,13 +863,7 @@ mod tests {
             <!-- a comment --><noscript><p>js off</p></noscript><div>end</div></body></html>";
         assert_eq!(
             visible_text(html),
-            "T&C Hello big world <3 \u{263A} \u{2603} &bogus; & end"
-        );
-        assert_eq!(visible_text(b""), "");
-        assert_eq!(visible_text(b"<p>unclosed <b>tags"), "unclosed tags");
-        assert_eq!(
-            visible_text(b"\xff\xfe<p>bad bytes"),
-            "\u{FFFD}\u{FFFD} bad bytes"
+            "T&C\nHello big world <3 \u{263A} \u{2603} &bogus; &\nend\n"
         );
     }
 

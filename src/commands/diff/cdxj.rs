@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::{index, io_at, DiffError};
+use super::{index, DiffError};
+use crate::commands::io_at;
 
 /// One crawl as `diff` sees it: its CDXJ files and where its WARCs may be.
 #[derive(Debug, Clone)]

@@ -15,7 +15,7 @@ pub enum Op<'a> {
 }
 
 /// Shortest edit script between two lists of lines (Myers' O(ND) algorithm), after taking
-/// off the common start and end. Past [`MAX_EDITS`] differences the middle is shown as
+/// off the common start and end. Past `MAX_EDITS` differences the middle is shown as
 /// wholly replaced.
 pub fn diff_lines<'a>(a: &[&'a str], b: &[&'a str]) -> Vec<Op<'a>> {
     let head = a.iter().zip(b).take_while(|(x, y)| x == y).count();

@@ -17,10 +17,11 @@
 //! changed on a changed page), `page` reads one page's text back for `--url`, and `lines` is
 //! the line diff both use.
 
-use std::io::{self, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::commands::index::{self, IndexError};
+use crate::commands::{io_at, IoAt};
 
 mod cdxj;
 mod compare;
@@ -32,15 +33,15 @@ mod report;
 pub use cdxj::{Capture, Crawl};
 pub use compare::Counts;
 pub use lines::{diff_lines, unified, Op};
-pub use page::{html_text, page_diff};
+pub use page::page_diff;
 
 use compare::{compare, CompareError};
 use report::{render_html, render_json, render_text};
 
 #[derive(Debug, thiserror::Error)]
 pub enum DiffError {
-    #[error("{}: {source}", .path.display())]
-    Io { path: PathBuf, source: io::Error },
+    #[error(transparent)]
+    Io(#[from] IoAt),
     #[error("{}: no CDXJ index and no WARC or ARC file found (give a crawl folder, a folder of .cdxj files, a .cdxj file, or WARC/ARC files or folders of them)", .0.display())]
     NoIndex(PathBuf),
     #[error(transparent)]
@@ -68,13 +69,6 @@ pub enum DiffError {
     Page { url: String, message: String },
 }
 
-fn io_at(path: &Path) -> impl FnOnce(io::Error) -> DiffError + '_ {
-    move |source| DiffError::Io {
-        path: path.to_path_buf(),
-        source,
-    }
-}
-
 /// Report formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
@@ -95,16 +89,10 @@ pub fn diff(
 ) -> Result<Counts, DiffError> {
     let outcome = compare(old, new).map_err(|e| match e {
         CompareError::Diff(d) => d,
-        CompareError::Io(source) => DiffError::Io {
-            path: std::env::temp_dir(),
-            source,
-        },
+        CompareError::Io(source) => io_at(&std::env::temp_dir())(source).into(),
     })?;
     let total = outcome.total;
-    let out_err = |source| DiffError::Io {
-        path: PathBuf::from("<output>"),
-        source,
-    };
+    let out_err = |source| io_at(Path::new("<output>"))(source);
     match format {
         Format::Text => render_text(old, new, outcome, all, out).map_err(out_err)?,
         Format::Json => render_json(old, new, outcome, out).map_err(out_err)?,

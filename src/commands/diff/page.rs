@@ -3,6 +3,7 @@
 
 use crate::cdx::canon;
 use crate::commands::http;
+use crate::extract::text::decoded_text;
 
 use super::cdxj::{Capture, Crawl, SideStream};
 use super::lines::{diff_lines, unified};
@@ -104,7 +105,7 @@ fn resolve_revisit(
 fn page_text(crawl: &Crawl, c: &Capture, url: &str) -> Result<String, DiffError> {
     let (mime, text, _) = page_source(crawl, c, url)?;
     if mime.contains("html") || (mime.is_empty() && text.trim_start().starts_with('<')) {
-        Ok(html_text(&text))
+        Ok(decoded_text(&text))
     } else {
         Ok(text)
     }
@@ -168,149 +169,5 @@ pub(super) fn decode_text(bytes: &[u8], mime: &str) -> String {
         bytes.iter().map(|&b| char::from(b)).collect()
     } else {
         String::from_utf8_lossy(bytes).into_owned()
-    }
-}
-
-/// Elements after which the text starts a new line.
-const BLOCKS: &str = "p, div, br, li, tr, td, th, h1, h2, h3, h4, h5, h6, title, section, \
-                      article, header, footer, blockquote, pre, dd, dt, table, ul, ol, nav, \
-                      aside, main, form, hr, figcaption, option";
-
-/// The visible text of an HTML page, one line per block, whitespace collapsed; script, style
-/// and template contents left out.
-pub fn html_text(html: &str) -> String {
-    use lol_html::{doc_text, element, EndTagHandler, HtmlRewriter, Settings};
-    use std::cell::{Cell, RefCell};
-    use std::rc::Rc;
-
-    let text = Rc::new(RefCell::new(String::new()));
-    let hidden = Rc::new(Cell::new(0u32));
-    {
-        let (t1, t2, h1, h2) = (text.clone(), text.clone(), hidden.clone(), hidden.clone());
-        let settings = Settings {
-            element_content_handlers: vec![
-                element!(
-                    "script, style, template, noscript, head > *:not(title)",
-                    move |el| {
-                        h1.set(h1.get() + 1);
-                        let h = h1.clone();
-                        if let Some(handlers) = el.end_tag_handlers() {
-                            let end: EndTagHandler<'static> = Box::new(move |_| {
-                                h.set(h.get().saturating_sub(1));
-                                Ok(())
-                            });
-                            handlers.push(end);
-                        } else {
-                            h.set(h.get().saturating_sub(1));
-                        }
-                        Ok(())
-                    }
-                ),
-                element!(BLOCKS, move |el| {
-                    t1.borrow_mut().push('\n');
-                    let t = t1.clone();
-                    if let Some(handlers) = el.end_tag_handlers() {
-                        let end: EndTagHandler<'static> = Box::new(move |_| {
-                            t.borrow_mut().push('\n');
-                            Ok(())
-                        });
-                        handlers.push(end);
-                    }
-                    Ok(())
-                }),
-            ],
-            document_content_handlers: vec![doc_text!(move |chunk| {
-                if h2.get() == 0 {
-                    // Line breaks in the source are spaces on screen; blocks make lines.
-                    let mut t = t2.borrow_mut();
-                    t.extend(
-                        chunk
-                            .as_str()
-                            .chars()
-                            .map(|c| if c == '\n' { ' ' } else { c }),
-                    );
-                }
-                Ok(())
-            })],
-            ..Settings::new()
-        };
-        let mut rewriter = HtmlRewriter::new(settings, |_: &[u8]| {});
-        // A parser error only cuts the text short; what was read is still worth comparing.
-        if rewriter.write(html.as_bytes()).is_ok() {
-            let _ = rewriter.end();
-        }
-    }
-    let raw = text.borrow().clone();
-    let mut out = String::new();
-    for line in raw.lines() {
-        let collapsed = decode_entities(&line.split_whitespace().collect::<Vec<_>>().join(" "));
-        if !collapsed.is_empty() {
-            out.push_str(&collapsed);
-            out.push('\n');
-        }
-    }
-    out
-}
-
-/// The character references text most often holds (lol_html hands text on undecoded).
-fn decode_entities(s: &str) -> String {
-    if !s.contains('&') {
-        return s.to_string();
-    }
-    let mut out = String::with_capacity(s.len());
-    let mut rest = s;
-    while let Some(i) = rest.find('&') {
-        out.push_str(&rest[..i]);
-        rest = &rest[i..];
-        let end = rest[1..].find(';').map(|j| j + 1).filter(|&j| j <= 12);
-        let decoded = end.and_then(|j| entity(&rest[1..j]).map(|c| (c, j)));
-        match decoded {
-            Some((c, j)) => {
-                out.push(c);
-                rest = &rest[j + 1..];
-            }
-            None => {
-                out.push('&');
-                rest = &rest[1..];
-            }
-        }
-    }
-    out.push_str(rest);
-    out
-}
-
-fn entity(name: &str) -> Option<char> {
-    if let Some(num) = name.strip_prefix('#') {
-        let value = match num.strip_prefix(['x', 'X']) {
-            Some(hex) => u32::from_str_radix(hex, 16).ok()?,
-            None => num.parse().ok()?,
-        };
-        return char::from_u32(value);
-    }
-    Some(match name {
-        "amp" => '&',
-        "lt" => '<',
-        "gt" => '>',
-        "quot" => '"',
-        "apos" => '\'',
-        "nbsp" => ' ',
-        "copy" => '©',
-        "mdash" => '—',
-        "ndash" => '–',
-        "hellip" => '…',
-        _ => return None,
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn html_text_keeps_visible_text_by_block() {
-        let html = "<html><head><title>T &amp; t</title><style>p{}</style></head><body>\
-                    <script>var x=1;</script><h1>Head</h1><p>One  <b>two</b>\nthree</p>\
-                    <ul><li>a</li><li>b&#33;</li></ul></body></html>";
-        assert_eq!(html_text(html), "T & t\nHead\nOne two three\na\nb!\n");
     }
 }

@@ -8,8 +8,9 @@ use regex::Regex;
 
 use super::cdxj::{Capture, Crawl};
 use super::lines::{diff_lines, Op};
-use super::page::{html_text, page_source};
+use super::page::page_source;
 use super::report::html_escape;
+use crate::extract::text::decoded_text;
 
 /// How a changed page changed.
 pub(super) enum PageChange {
@@ -53,12 +54,12 @@ pub(super) fn compare(old: (&Crawl, &Capture), new: (&Crawl, &Capture)) -> PageC
     let sizes = (a.2, b.2);
     let html = a.0.contains("html") && b.0.contains("html");
     let (text_a, text_b) = if html {
-        (html_text(&a.1), html_text(&b.1))
+        (decoded_text(&a.1), decoded_text(&b.1))
     } else {
         (a.1.clone(), b.1.clone())
     };
     if html {
-        let outside = |s: &str| html_text(&ANCHOR.replace_all(s, " "));
+        let outside = |s: &str| decoded_text(&ANCHOR.replace_all(s, " "));
         if outside(&a.1) == outside(&b.1) {
             let (links_a, links_b) = (links(&a.1), links(&b.1));
             return PageChange::LinksOnly {
