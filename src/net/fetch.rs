@@ -260,7 +260,24 @@ impl Fetcher {
                 .map(|_| 0)
                 .map_err(fix)?,
             None => cut_after_payload(&mut response, chunked, body.len, true).map_err(fix)?,
-            Some(_) => 0,
+            // Cut by time or a disconnect: hyper's connection task may have read bytes off the
+            // socket (so they are in the record) that it had not handed over as body frames
+            // yet. The record keeps what was received; its digest and length are taken from
+            // the record itself, so they describe exactly the bytes stored.
+            Some(_) => {
+                let limit = content_length(&body.headers)
+                    .map_or(self.settings.max_body_bytes, |n| {
+                        n.min(self.settings.max_body_bytes)
+                    });
+                match recorded_payload(&mut response, chunked, limit).map_err(fix)? {
+                    Some(p) => {
+                        body.digest = p.digest;
+                        body.len = p.len;
+                        p.dropped
+                    }
+                    None => 0,
+                }
+            }
         };
         Ok(Fetched {
             url: url.clone(),
@@ -498,13 +515,78 @@ fn cut_after_payload(
 /// How far the head of a response may reach before we give up looking for its end.
 const HEAD_SCAN: usize = 1 << 20;
 
+/// The body of a recorded response, as the record now holds it.
+struct RecordedPayload {
+    /// `sha1:` of the (transfer-decoded) body.
+    digest: String,
+    /// Its length, decoded.
+    len: u64,
+    /// Bytes dropped from the end of the record (past Content-Length or `max_body_bytes`).
+    dropped: u64,
+}
+
+/// Digests the body a captured response holds, up to `limit` decoded bytes, tolerating a body
+/// that ends early (inside a chunk, say), and cuts the record after those bytes. None when the
+/// head has no recognisable end (the record is then left as it is).
+fn recorded_payload(
+    spool: &mut Spool,
+    chunked: bool,
+    limit: u64,
+) -> io::Result<Option<RecordedPayload>> {
+    let head = spool.head(HEAD_SCAN)?;
+    let Some(head_len) = head_len(&head) else {
+        return Ok(None);
+    };
+    let mut hasher = Sha1::new();
+    let (raw, len) = {
+        let mut reader = io::BufReader::new(spool.reader()?);
+        io::copy(&mut (&mut reader).take(head_len as u64), &mut io::sink())?;
+        if chunked {
+            walk_chunks(&mut reader, limit, &mut hasher)?
+        } else {
+            let n = io::copy(&mut (&mut reader).take(limit), &mut hasher)?;
+            (n, n)
+        }
+    };
+    let before = spool.len();
+    spool.truncate(head_len as u64 + raw)?;
+    Ok(Some(RecordedPayload {
+        digest: sha1_label(hasher.finalize().as_slice()),
+        len,
+        dropped: before.saturating_sub(spool.len()),
+    }))
+}
+
+/// The `Content-Length` of a response, when it has one valid value.
+fn content_length(headers: &HeaderMap) -> Option<u64> {
+    headers
+        .get("content-length")?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
 /// Raw bytes of chunked framing that carry the first `payload_len` decoded bytes.
 fn chunked_raw_len(r: &mut impl io::BufRead, payload_len: u64) -> io::Result<u64> {
+    Ok(walk_chunks(r, payload_len, &mut io::sink())?.0)
+}
+
+/// Walks a chunked body, writing its first `limit` decoded bytes to `sink`. Returns the raw
+/// bytes (sizes, data, CRLFs) that carried them and how many were decoded. Stops at the last
+/// chunk, at a line that is not a chunk size, or where the bytes end (a cut body).
+fn walk_chunks(
+    r: &mut impl io::BufRead,
+    limit: u64,
+    sink: &mut impl io::Write,
+) -> io::Result<(u64, u64)> {
     let mut raw = 0u64;
-    let mut left = payload_len;
-    while left > 0 {
+    let mut decoded = 0u64;
+    while decoded < limit {
         let mut line = Vec::new();
-        let n = r.read_until(b'\n', &mut line)?;
+        // A size line is short; a hostile one is not read whole into memory.
+        let n = io::BufRead::read_until(&mut r.take(HEAD_SCAN as u64), b'\n', &mut line)?;
         if n == 0 {
             break;
         }
@@ -517,14 +599,18 @@ fn chunked_raw_len(r: &mut impl io::BufRead, payload_len: u64) -> io::Result<u64
         if size == 0 {
             break;
         }
-        let take = size.min(left);
-        raw += io::copy(&mut r.take(take), &mut io::sink())?;
-        left -= take;
-        if take == size {
+        let want = size.min(limit - decoded);
+        let got = io::copy(&mut r.take(want), sink)?;
+        raw += got;
+        decoded += got;
+        if got < want {
+            break; // the bytes end inside this chunk
+        }
+        if want == size {
             raw += chunk_crlf_len(r)?;
         }
     }
-    Ok(raw)
+    Ok((raw, decoded))
 }
 
 /// The CRLF (or bare LF) after a chunk's data.
@@ -669,6 +755,7 @@ pub async fn resolve(url: &Url) -> Result<SocketAddr, FetchError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::spool::sha1_of;
 
     fn spool(bytes: &[u8]) -> Spool {
         let mut s = Spool::new(16);
@@ -719,6 +806,33 @@ mod tests {
         let mut s = spool(msg.as_bytes());
         cut_after_payload(&mut s, true, 3, false).unwrap();
         assert!(text(&mut s).ends_with("\r\n\r\n2\r\nhi\r\n3;x=y\r\ny"));
+    }
+
+    #[test]
+    fn a_body_cut_by_time_is_digested_as_recorded() {
+        // hyper handed over "abc" before the deadline, but "abcdef" reached the record.
+        let mut s = spool(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabcdef");
+        let p = recorded_payload(&mut s, false, 10).unwrap().unwrap();
+        assert_eq!(
+            (p.digest.as_str(), p.len, p.dropped),
+            (sha1_of(b"abcdef").as_str(), 6, 0)
+        );
+        // Never past Content-Length (or max_body_bytes): the rest is dropped and counted.
+        let mut s = spool(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabcdef");
+        let p = recorded_payload(&mut s, false, 3).unwrap().unwrap();
+        assert_eq!((p.digest, p.len, p.dropped), (sha1_of(b"abc"), 3, 3));
+        assert!(text(&mut s).ends_with("\r\n\r\nabc"));
+    }
+
+    #[test]
+    fn a_chunked_body_cut_inside_a_chunk_is_digested_decoded() {
+        let msg = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n5\r\nwor";
+        let mut s = spool(msg.as_bytes());
+        let p = recorded_payload(&mut s, true, u64::MAX).unwrap().unwrap();
+        assert_eq!((p.digest, p.len, p.dropped), (sha1_of(b"hellowor"), 8, 0));
+        assert_eq!(text(&mut s), msg, "every received byte stays in the record");
+        let mut headless = spool(b"HTTP/1.1 200 OK\r\nA: b");
+        assert!(recorded_payload(&mut headless, true, 9).unwrap().is_none());
     }
 
     #[test]
