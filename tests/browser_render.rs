@@ -72,9 +72,11 @@ class H(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Connection", "close")
         self.end_headers()
+        # Stamped before the last write: the client cannot have the answer earlier, and a
+        # stamp after it comes late when a loaded machine deschedules this thread.
+        ended = time.time()
         self.wfile.write(body)
         self.wfile.flush()
-        ended = time.time()
         with lock, open(LOG, "a") as f:
             f.write(json.dumps({"path": self.path, "ua": self.headers.get("User-Agent", ""),
                                 "began": began, "ended": ended}) + "\n")

@@ -231,8 +231,7 @@ async fn serve_connection(mut stream: TcpStream, conn: usize, state: Arc<ServerS
             *s
         };
         let reply = (state.handler)(&request);
-        let (written, complete) = write_reply(&mut stream, &reply.wire).await;
-        let finished = Instant::now();
+        let (written, complete, finished) = write_reply(&mut stream, &reply.wire).await;
         let client_close = request
             .header("connection")
             .is_some_and(|v| v.to_ascii_lowercase().contains("close"));
@@ -259,17 +258,23 @@ async fn serve_connection(mut stream: TcpStream, conn: usize, state: Arc<ServerS
 }
 
 /// Writes `wire` in pieces; returns the bytes actually written and whether all were.
-async fn write_reply(stream: &mut TcpStream, wire: &[u8]) -> (Vec<u8>, bool) {
+/// Writes a reply. Also returns the instant taken just before its last piece was written: the
+/// client cannot have the whole answer before then, so a gap measured from it is never shorter
+/// than the client's own (a stamp taken after the write could come late when this thread is
+/// descheduled on a loaded machine, and make a polite client look early).
+async fn write_reply(stream: &mut TcpStream, wire: &[u8]) -> (Vec<u8>, bool, Instant) {
     let mut written = Vec::with_capacity(wire.len());
+    let mut last_started = Instant::now();
     for piece in wire.chunks(WRITE_PIECE) {
+        last_started = Instant::now();
         match tokio::time::timeout(WRITE_TIMEOUT, stream.write_all(piece)).await {
             Ok(Ok(())) => written.extend_from_slice(piece),
-            _ => return (written, false),
+            _ => return (written, false, Instant::now()),
         }
     }
     match tokio::time::timeout(WRITE_TIMEOUT, stream.flush()).await {
-        Ok(Ok(())) => (written, true),
-        _ => (written, false),
+        Ok(Ok(())) => (written, true, last_started),
+        _ => (written, false, Instant::now()),
     }
 }
 
