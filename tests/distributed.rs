@@ -87,7 +87,9 @@ dir = "out{worker}"
 
 [frontier]
 database = "{db}"
-lease_seconds = 3
+# Short, so the killed worker's URLs come back soon; not so short that a survivor starved of
+# CPU for a few seconds on a loaded machine is taken for dead (its pages would be asked twice).
+lease_seconds = 6
 
 {resolve}"#,
         seeds = seeds.join(", ")
