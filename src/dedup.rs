@@ -663,24 +663,9 @@ mod tests {
             .ok_or_else(bad)?;
         let mut body = raw[end + 4..].to_vec();
         if head.contains("transfer-encoding: chunked") {
-            body = dechunk(&body).ok_or_else(bad)?;
+            body = crate::warc::chunked::dechunk_strict(&body).ok_or_else(bad)?;
         }
         Ok((status, body))
-    }
-
-    fn dechunk(mut data: &[u8]) -> Option<Vec<u8>> {
-        let mut out = Vec::new();
-        loop {
-            let eol = data.windows(2).position(|w| w == b"\r\n")?;
-            let size_text = std::str::from_utf8(&data[..eol]).ok()?;
-            let size = usize::from_str_radix(size_text.split(';').next()?.trim(), 16).ok()?;
-            data = &data[eol + 2..];
-            if size == 0 {
-                return Some(out);
-            }
-            out.extend_from_slice(data.get(..size)?);
-            data = data.get(size + 2..)?;
-        }
     }
 
     fn timestamp(warc_date: &str) -> String {

@@ -273,7 +273,8 @@ fn about(
     let text = page(&p, format);
     match output {
         Some(path) => {
-            let written = write_atomically(path, |out| out.write_all(text.as_bytes()));
+            let written =
+                archiver::warc::save_atomically(path, |out| out.write_all(text.as_bytes()));
             if let Err(e) = written {
                 eprintln!("archiver: cannot write {}: {e}", path.display());
                 return ExitCode::FAILURE;
@@ -432,7 +433,9 @@ fn index(inputs: &[PathBuf], output: Option<&std::path::Path>) -> ExitCode {
     }
     let warcs = &found.files[..];
     let result = match output {
-        Some(path) => write_atomically(path, |out| archiver::commands::index::index_to(warcs, out)),
+        Some(path) => archiver::warc::save_atomically(path, |out| {
+            archiver::commands::index::index_to(warcs, out)
+        }),
         None => {
             let stdout = std::io::stdout();
             let mut out = std::io::BufWriter::new(stdout.lock());
@@ -464,46 +467,6 @@ fn index(inputs: &[PathBuf], output: Option<&std::path::Path>) -> ExitCode {
     } else {
         ExitCode::FAILURE
     }
-}
-
-/// Writes `path` through a temporary file beside it, renamed into place only when `write`
-/// succeeded, so a failed run never leaves half a file under the real name.
-fn write_atomically<T>(
-    path: &std::path::Path,
-    write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<T>,
-) -> std::io::Result<T> {
-    // `-o /dev/null`, `-o /dev/stdout` or a FIFO: write straight into it. Renaming a temporary
-    // file over it would replace the device node itself.
-    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
-        let mut out = std::io::BufWriter::new(std::fs::OpenOptions::new().write(true).open(path)?);
-        let value = write(&mut out)?;
-        std::io::Write::flush(&mut out)?;
-        return Ok(value);
-    }
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => std::path::Path::new("."),
-    };
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".archiver-")
-        .suffix(".part")
-        .tempfile_in(dir)?;
-    let value = {
-        let mut out = std::io::BufWriter::new(tmp.as_file_mut());
-        let value = write(&mut out)?;
-        std::io::Write::flush(&mut out)?;
-        value
-    };
-    // tempfile creates 0600; a report or index is an ordinary file.
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        tmp.as_file()
-            .set_permissions(std::fs::Permissions::from_mode(0o644))?;
-    }
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(value)
 }
 
 /// `archiver diff`: exit 0 with a report, 1 when the crawls cannot be compared.
@@ -545,7 +508,7 @@ fn diff(
         }
     };
     let result = match output {
-        Some(path) => write_atomically(path, |out| match run(out)? {
+        Some(path) => archiver::warc::save_atomically(path, |out| match run(out)? {
             Ok(()) => Ok(Ok(())),
             // Keep the old file rather than replace it with half a report.
             Err(e) => Err(std::io::Error::other(e.to_string())),

@@ -14,8 +14,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::output::{lines, LogLine};
+use common::profile::rendering;
 use common::site::{chunked, gzip, html, response, Exchange, Handler, Reply, Request, TestSite};
-use common::tools::{run_archiver, send_signal, start_crawl, tail, wait_until};
+use common::tools::{crawl_ok, send_signal, start_crawl, wait_until};
 
 const UA: &str = "archiver/0.1 (+https://example.org/archiver-tests)";
 
@@ -101,27 +102,10 @@ fn site() -> Handler {
 }
 
 fn profile(origin: &str) -> String {
-    format!(
-        r#"[crawl]
-name = "shops"
-seeds = ["{origin}/"]
-sites_at_once = 2
-
-[identity]
-user_agent = "{UA}"
-
-[politeness]
-min_delay = 1.0
-delay_factor = 0.0
-
-[browser]
-render = "empty"
-max_share = 1.0
-render_timeout = 20
-
-[output]
-dir = "out"
-"#
+    rendering(
+        "shops",
+        &format!("{origin}/"),
+        "max_share = 1.0\nrender_timeout = 20",
     )
 }
 
@@ -174,16 +158,10 @@ fn a_resumed_crawl_answers_the_browser_from_its_archive_and_refuses_popups_and_w
         "the shell was fetched before the interrupt: {first:?}"
     );
 
-    let run = run_archiver(&["crawl", "--profile", "shops.toml"], d, "resume");
+    crawl_ok(d, "shops.toml", "resume");
     let out = d.join("out");
     let crawl_log = std::fs::read_to_string(out.join("crawl.log")).unwrap_or_default();
     let run_log = std::fs::read_to_string(out.join("run.log")).unwrap_or_default();
-    assert_eq!(
-        run.code,
-        Some(0),
-        "the resumed run failed\n{}\n{crawl_log}\n{run_log}",
-        tail(&run.stderr, 3000)
-    );
 
     // The server's own log, both runs: nothing asked twice (the script was fetched by the
     // first run only), only by us, the pop-up and the

@@ -11,7 +11,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::output::{files_ending, lines, LogLine};
-use common::tools::{free_port, run_archiver, run_with_timeout, tail, venv};
+use common::profile::rendering;
+use common::tools::{crawl_ok, free_port, run_with_timeout, venv};
 
 /// The site: a shell whose items, links and image exist only once app.js has called the JSON
 /// API; robots.txt forbids one of the script's requests. Each request is logged as a JSON line
@@ -116,26 +117,10 @@ struct Served {
 }
 
 fn profile(port: u16) -> String {
-    format!(
-        r#"[crawl]
-name = "spa"
-seeds = ["http://127.0.0.1:{port}/"]
-sites_at_once = 2
-
-[identity]
-user_agent = "{UA}"
-
-[politeness]
-min_delay = 1.0
-delay_factor = 0.0
-
-[browser]
-render = "empty"
-render_timeout = 30
-
-[output]
-dir = "out"
-"#
+    rendering(
+        "spa",
+        &format!("http://127.0.0.1:{port}/"),
+        "render_timeout = 30",
     )
 }
 
@@ -158,16 +143,9 @@ fn a_single_page_app_is_rendered_with_every_request_made_by_the_crawler() {
     );
     wait_listening(port, "the site");
     std::fs::write(d.join("spa.toml"), profile(port)).unwrap();
-    let run = run_archiver(&["crawl", "--profile", "spa.toml"], d, "crawl");
+    crawl_ok(d, "spa.toml", "crawl");
     let out = d.join("out");
     let crawl_log = std::fs::read_to_string(out.join("crawl.log")).unwrap_or_default();
-    let run_log = std::fs::read_to_string(out.join("run.log")).unwrap_or_default();
-    assert_eq!(
-        run.code,
-        Some(0),
-        "crawl failed\n{}\n{crawl_log}\n{run_log}",
-        tail(&run.stderr, 3000)
-    );
 
     // The server's own log: our User-Agent only, one request at a time, at least 1 s apart,
     // nothing twice, the forbidden path never.
@@ -360,8 +338,7 @@ fn without_a_chromium_the_shell_is_archived_unrendered_and_run_log_says_so() {
             "render_timeout = 30\nexecutable = \"/nonexistent/chromium\"",
         );
     std::fs::write(d.join("spa.toml"), text).unwrap();
-    let run = run_archiver(&["crawl", "--profile", "spa.toml"], d, "crawl");
-    assert_eq!(run.code, Some(0), "{}", tail(&run.stderr, 3000));
+    crawl_ok(d, "spa.toml", "crawl");
     let out = d.join("out");
     let run_log = std::fs::read_to_string(out.join("run.log")).unwrap();
     let said: Vec<&str> = run_log

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use common::output::{files_ending, read_warc};
 use common::site::{html, response, Request, TestSite};
-use common::tools::{run_archiver, venv};
+use common::tools::{crawl_ok, start_crawl, venv};
 
 /// Pages of the test site: `/` links to `sections` sections, each links to five pages.
 fn site_pages(sections: usize) -> Vec<String> {
@@ -126,14 +126,7 @@ fn killed_at_random_moments_the_crawl_loses_nothing_and_archives_nothing_twice()
     let mut rng = Lcg(42);
     let mut killed = 0;
     for i in 0..kills {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_archiver"))
-            .args(["crawl", "--profile", &profile_arg])
-            .current_dir(dir.path())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start the crawler");
+        let mut child = start_crawl(dir.path(), &profile_arg, Stdio::null());
         std::thread::sleep(Duration::from_millis(rng.next_ms(150, 900)));
         if child.try_wait().expect("wait").is_none() {
             child.kill().expect("SIGKILL"); // std's kill is SIGKILL on Unix
@@ -143,8 +136,7 @@ fn killed_at_random_moments_the_crawl_loses_nothing_and_archives_nothing_twice()
         eprintln!("run {}: killed = {}", i + 1, killed);
     }
     // The last run goes to the end.
-    let done = run_archiver(&["crawl", "--profile", &profile_arg], dir.path(), "final");
-    assert_eq!(done.code, Some(0), "final run: {}", done.stderr);
+    crawl_ok(dir.path(), &profile_arg, "final");
 
     let out = dir.path().join("out");
     let warcs = files_ending(&out.join("warcs"), ".warc.gz");

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use common::hostile::{peak_rss, respond, respond_html, Netns, RawSite, Route};
 use common::output::{files_ending, read_warc, LogLine, WarcRecord};
-use common::tools::{tail, venv};
+use common::tools::{start_crawl, tail, venv};
 
 const INNER: &str = "ARCHIVER_HOSTILE_INSIDE_NETNS";
 const INWARD: &[&str] = &["10.9.9.9/32", "169.254.169.254/32", "192.168.77.7/32"];
@@ -536,15 +536,8 @@ dir = "out"
     let profile_path = common::write_file(dir.path(), "hostile.toml", &profile);
 
     // Run the crawler, sampling its peak memory until it exits.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_archiver"))
-        .args(["crawl", "--profile"])
-        .arg(&profile_path)
-        .current_dir(dir.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(dir.path().join("stderr")).expect("stderr file"))
-        .spawn()
-        .expect("start the crawler");
+    let stderr = std::fs::File::create(dir.path().join("stderr")).expect("stderr file");
+    let mut child = start_crawl(dir.path(), &profile_path.to_string_lossy(), stderr.into());
     let crawl_start = Instant::now();
     let mut peak = 0;
     let status = loop {

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use common::output::{files_ending, LogLine};
 use common::site::{html, response, Exchange, Handler, Reply, Request, TestSite};
-use common::tools::run_archiver;
+use common::tools::{crawl_ok, run_archiver};
 
 const UA: &str = "archiver/0.1 (+https://example.org/archiver-tests)";
 
@@ -71,23 +71,11 @@ fn small_site(extra: impl Fn(&Request) -> Option<Reply> + Send + Sync + 'static)
 }
 
 fn crawl(dir: &Path, profile: &Path, label: &str) -> common::tools::Finished {
-    let p = profile.to_string_lossy().to_string();
-    let done = run_archiver(&["crawl", "--profile", &p], dir, label);
-    assert_eq!(
-        done.code,
-        Some(0),
-        "crawl failed: {}\n{}",
-        done.stderr,
-        done.stdout
-    );
-    done
+    crawl_ok(dir, &profile.to_string_lossy(), label)
 }
 
 fn crawl_log(dir: &Path) -> Vec<LogLine> {
-    let text = std::fs::read_to_string(dir.join("out/crawl.log")).expect("crawl.log");
-    text.lines()
-        .map(|l| LogLine::parse(l).unwrap_or_else(|e| panic!("{e}")))
-        .collect()
+    common::output::crawl_log(&dir.join("out"))
 }
 
 /// The test server stamps "answer written" and "request arrived" from its own thread; on a

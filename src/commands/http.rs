@@ -1,12 +1,12 @@
 //! The HTTP message inside a WARC record, for the commands that look into captures: reading the
-//! head off a block, its header fields, chunked framing (RFC 9112 §7.1), and one capture read
-//! back from its WARC through the one walker ([`crate::warc::read`]) with its codings undone
+//! head off a block, its header fields, and one capture read back from its WARC through the one walker ([`crate::warc::read`]) with its codings undone
 //! (`diff --url` and `diff`'s word diff, `wacz`'s page titles).
 
 use std::io::{self, BufRead, Read};
 use std::path::Path;
 
 use crate::extract::{decode_body, Decoded};
+use crate::warc::chunked::dechunk;
 use crate::warc::head::WarcHead;
 use crate::warc::read::{walk_range, IndexError, Problem, Span, Visitor};
 
@@ -46,117 +46,6 @@ pub(crate) fn is_chunked(head: &str) -> bool {
                 && v.to_ascii_lowercase().contains("chunked")
         })
     })
-}
-
-/// The body without its chunked framing, and whether the framing held (the last chunk was
-/// seen). A body that is not chunked after all (some recorders store it de-chunked under a
-/// head that still says chunked) comes back as it is, its framing taken as sound.
-pub(crate) fn dechunk(body: &[u8]) -> (Vec<u8>, bool) {
-    let mut d = Dechunker::default();
-    let mut out = Vec::with_capacity(body.len());
-    d.feed(body, |piece| out.extend_from_slice(piece));
-    // Not one chunk found (not even a size line ended): the body was never chunked.
-    if d.unframed() || (!d.complete() && d.data == 0) {
-        return (body.to_vec(), true);
-    }
-    (out, d.complete())
-}
-
-/// Removes chunked framing from a stream fed piece by piece.
-#[derive(Default)]
-pub(crate) struct Dechunker {
-    state: ChunkState,
-    size_line: Vec<u8>,
-    /// Chunk data seen so far (a body broken before any is not chunked at all).
-    data: u64,
-}
-
-#[derive(Default, PartialEq, Eq)]
-enum ChunkState {
-    /// Reading a chunk-size line.
-    #[default]
-    Size,
-    /// Inside chunk data, this many bytes left.
-    Data(u64),
-    /// The CRLF after chunk data.
-    DataEnd,
-    /// After the last chunk: trailers, until an empty line.
-    Trailer,
-    Done,
-    Broken,
-}
-
-impl Dechunker {
-    pub(crate) fn feed(&mut self, mut input: &[u8], mut out: impl FnMut(&[u8])) {
-        while !input.is_empty() {
-            match self.state {
-                ChunkState::Size | ChunkState::Trailer => {
-                    let Some(nl) = input.iter().position(|&b| b == b'\n') else {
-                        self.size_line.extend_from_slice(input);
-                        if self.size_line.len() > 4096 {
-                            self.state = ChunkState::Broken;
-                        }
-                        return;
-                    };
-                    self.size_line.extend_from_slice(&input[..nl]);
-                    input = &input[nl + 1..];
-                    let line = String::from_utf8_lossy(&self.size_line).trim().to_string();
-                    self.size_line.clear();
-                    if self.state == ChunkState::Trailer {
-                        if line.is_empty() {
-                            self.state = ChunkState::Done;
-                        }
-                        continue;
-                    }
-                    let hex = line.split(';').next().unwrap_or("").trim();
-                    self.state = match u64::from_str_radix(hex, 16) {
-                        Ok(0) => ChunkState::Trailer,
-                        Ok(n) => ChunkState::Data(n),
-                        Err(_) => ChunkState::Broken,
-                    };
-                }
-                ChunkState::Data(left) => {
-                    let n = (left.min(input.len() as u64)) as usize;
-                    out(&input[..n]);
-                    self.data += n as u64;
-                    input = &input[n..];
-                    self.state = if left == n as u64 {
-                        ChunkState::DataEnd
-                    } else {
-                        ChunkState::Data(left - n as u64)
-                    };
-                }
-                ChunkState::DataEnd => {
-                    let Some(nl) = input.iter().position(|&b| b == b'\n') else {
-                        if input.iter().any(|&b| b != b'\r') {
-                            self.state = ChunkState::Broken;
-                        }
-                        return;
-                    };
-                    if input[..nl].iter().any(|&b| b != b'\r') {
-                        self.state = ChunkState::Broken;
-                        return;
-                    }
-                    input = &input[nl + 1..];
-                    self.state = ChunkState::Size;
-                }
-                // Anything after the end is not payload (as warcio's and our fetcher's
-                // reading of a chunked body stops there).
-                ChunkState::Done | ChunkState::Broken => return,
-            }
-        }
-    }
-
-    /// The last chunk was seen (a body cut before it counts as broken framing).
-    pub(crate) fn complete(&self) -> bool {
-        matches!(self.state, ChunkState::Done | ChunkState::Trailer)
-    }
-
-    /// The body does not start with a chunk at all: stored de-chunked although the head still
-    /// says chunked (some recorders do this).
-    pub(crate) fn unframed(&self) -> bool {
-        self.state == ChunkState::Broken && self.data == 0
-    }
 }
 
 /// A captured HTTP message read back from its WARC.
@@ -306,32 +195,6 @@ mod tests {
         // A block without an HTTP head, and an offset where no record starts.
         assert!(read_payload(&path, 0, 1 << 20, 1 << 20).unwrap().is_none());
         assert!(read_payload(&path, 3, 1 << 20, 1 << 20).is_err());
-    }
-
-    fn feed(pieces: &[&[u8]]) -> (Vec<u8>, bool) {
-        let mut d = Dechunker::default();
-        let mut out = Vec::new();
-        for p in pieces {
-            d.feed(p, |b| out.extend_from_slice(b));
-        }
-        (out, d.complete())
-    }
-
-    #[test]
-    fn chunks_are_unframed_however_the_input_is_cut() {
-        let body = b"5\r\nhello\r\n7;ext=1\r\n, world\r\n0\r\nX-T: 1\r\n\r\n";
-        assert_eq!(feed(&[body]), (b"hello, world".to_vec(), true));
-        let pieces: Vec<&[u8]> = body.chunks(1).collect();
-        assert_eq!(feed(&pieces), (b"hello, world".to_vec(), true));
-        assert!(!feed(&[b"5\r\nhel"]).1);
-        assert!(!feed(&[b"zz\r\nhello\r\n0\r\n\r\n"]).1);
-    }
-
-    #[test]
-    fn a_body_stored_without_its_chunks_comes_back_as_it_is() {
-        assert_eq!(dechunk(b"<p>plain</p>"), (b"<p>plain</p>".to_vec(), true));
-        assert_eq!(dechunk(b"3\r\nabc\r\n0\r\n\r\n"), (b"abc".to_vec(), true));
-        assert_eq!(dechunk(b"5\r\nabc"), (b"abc".to_vec(), false));
     }
 
     #[test]

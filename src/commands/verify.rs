@@ -25,8 +25,9 @@ use std::sync::Mutex;
 use sha1::{Digest, Sha1};
 use sha2::Sha256;
 
-use crate::commands::http::{is_chunked, read_head, Dechunker};
+use crate::commands::http::{is_chunked, read_head};
 use crate::commands::index::{self, IndexError, Problem, Span, Visitor, WarcHead};
+use crate::warc::chunked::Dechunker;
 
 /// The values WARC 1.1 §5.13 allows for WARC-Truncated.
 const TRUNCATED_REASONS: [&str; 4] = ["length", "time", "disconnect", "unspecified"];

@@ -405,11 +405,9 @@ impl Crawler {
         stats.runs = self.with_journal(|j| j.runs.runs.clone());
         let json = stats.report_json(&self.profile.name, finished, &remaining);
         let path = self.profile.output_dir.join("report.json");
-        let tmp = path.with_extension("json.tmp");
         let written = serde_json::to_vec_pretty(&json)
             .map_err(std::io::Error::other)
-            .and_then(|bytes| std::fs::write(&tmp, bytes))
-            .and_then(|_| std::fs::rename(&tmp, &path));
+            .and_then(|bytes| crate::warc::save_atomically(&path, |out| out.write_all(&bytes)));
         if let Err(e) = written {
             self.runlog
                 .line(&format!("cannot write {}: {e}", path.display()));

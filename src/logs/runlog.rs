@@ -14,6 +14,7 @@ use anyhow::Context as _;
 use chrono::{DateTime, Utc};
 
 use crate::politeness::Refusals;
+use crate::warc::save_atomically;
 
 /// Seconds since the Unix epoch as an ISO date.
 pub(crate) fn format_epoch(secs: u64) -> String {
@@ -168,7 +169,7 @@ impl SiteBook {
         self.dirty = true;
     }
 
-    /// Writes the book atomically (temp file, then rename).
+    /// Writes the book atomically ([`save_atomically`]).
     pub(crate) fn save(&mut self) -> anyhow::Result<()> {
         if !self.dirty {
             return Ok(());
@@ -177,11 +178,9 @@ impl SiteBook {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("cannot create {}", dir.display()))?;
         }
-        let tmp = self.path.with_extension("json.tmp");
         let json = serde_json::to_vec_pretty(&self.sites)?;
-        std::fs::write(&tmp, json).with_context(|| format!("cannot write {}", tmp.display()))?;
-        std::fs::rename(&tmp, &self.path)
-            .with_context(|| format!("cannot replace {}", self.path.display()))?;
+        save_atomically(&self.path, |out| out.write_all(&json))
+            .with_context(|| format!("cannot write {}", self.path.display()))?;
         self.dirty = false;
         Ok(())
     }
@@ -273,18 +272,15 @@ impl RunBook {
         }
     }
 
-    /// Writes the list atomically.
+    /// Writes the list atomically ([`save_atomically`]).
     pub(crate) fn save(&self) -> anyhow::Result<()> {
         if let Some(dir) = self.path.parent() {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("cannot create {}", dir.display()))?;
         }
-        let tmp = self.path.with_extension("json.tmp");
         let json = serde_json::to_vec_pretty(&self.runs)?;
-        std::fs::write(&tmp, json).with_context(|| format!("cannot write {}", tmp.display()))?;
-        std::fs::rename(&tmp, &self.path)
-            .with_context(|| format!("cannot replace {}", self.path.display()))?;
-        Ok(())
+        save_atomically(&self.path, |out| out.write_all(&json))
+            .with_context(|| format!("cannot write {}", self.path.display()))
     }
 }
 

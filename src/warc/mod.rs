@@ -18,9 +18,11 @@
 //! | `read.rs`, `member.rs`, `head.rs` | the one reader: member walker and visitor, record heads |
 //! | `arc.rs` | ARC header lines turned into WARC fields, as warcio reads them |
 //! | `io.rs` | stream wrappers and file-system helpers shared by the format layer |
+//! | `chunked.rs` | chunked transfer coding taken off a body read back from a record |
 
 pub(crate) mod arc;
 mod check;
+pub mod chunked;
 pub(crate) mod head;
 pub(crate) mod io;
 pub(crate) mod member;
@@ -38,6 +40,7 @@ use chrono::{DateTime, Utc};
 
 use crate::spool::Spool;
 
+pub use io::save_atomically;
 pub(crate) use io::sync_dir;
 pub use record::http_head;
 pub use recover::{recover_open_files, Recovered};

@@ -79,6 +79,17 @@ pub struct Span {
     pub end: u64,
 }
 
+impl Span {
+    /// A record whose CDXJ length runs to where the next one starts (a gzip member).
+    fn whole(offset: u64, end: u64) -> Span {
+        Span {
+            offset,
+            length: end - offset,
+            end,
+        }
+    }
+}
+
 /// What a walk over one file reports to its user, record by record.
 pub trait Visitor {
     /// What `record` hands on to `done`.
@@ -326,20 +337,13 @@ impl Walker<'_> {
             src: &mut self.src,
             inf: &mut self.inflater,
         };
-        let head = match read_head(&mut member).map_err(damage)? {
-            HeadRead::Head(head) => head,
-            HeadRead::Eof => return Ok(Step::Nothing),
-            HeadRead::NotWarc(line) if self.records == 0 && self.pending.is_none() => {
-                return Err(RecordError::Fatal(IndexError::NotWarc {
-                    path: self.path.to_path_buf(),
-                    start: line,
-                }))
-            }
-            HeadRead::NotWarc(line) => {
-                return Err(RecordError::Damage(format!(
-                    "gzip member does not hold a WARC record (it starts with {line:?})"
-                )))
-            }
+        let read = read_head(&mut member).map_err(damage)?;
+        let first = self.records == 0 && self.pending.is_none();
+        let Some(head) = head_or_why(read, first, self.path, |line| {
+            format!("gzip member does not hold a WARC record (it starts with {line:?})")
+        })?
+        else {
+            return Ok(Step::Nothing);
         };
         let limit = match head.content_length() {
             Some(Ok(n)) => n,
@@ -360,16 +364,7 @@ impl Walker<'_> {
             let expected = self.inflater.out_pos() + remaining + head.trailer_len();
             if let Some(end) = self.member_end(offset, expected).map_err(damage)? {
                 self.src.seek_to(end).map_err(damage)?;
-                let length = end - offset;
-                return Ok(Step::Record(
-                    Span {
-                        offset,
-                        length,
-                        end,
-                    },
-                    head,
-                    item,
-                ));
+                return Ok(Step::Record(Span::whole(offset, end), head, item));
             }
         }
         let mut member = Member {
@@ -392,16 +387,7 @@ impl Walker<'_> {
                     .into(),
             });
         }
-        let end = self.src.pos;
-        Ok(Step::Record(
-            Span {
-                offset,
-                length: end - offset,
-                end,
-            },
-            head,
-            item,
-        ))
+        Ok(Step::Record(Span::whole(offset, self.src.pos), head, item))
     }
 
     /// Where the current gzip member (starting at `member`) ends, found without inflating it:
@@ -463,20 +449,13 @@ impl Walker<'_> {
         offset: u64,
         visitor: &mut V,
     ) -> Result<Step<V::Item>, RecordError> {
-        let head = match read_head(&mut self.src).map_err(damage)? {
-            HeadRead::Head(head) => head,
-            HeadRead::Eof => return Ok(Step::End),
-            HeadRead::NotWarc(line) if self.records == 0 && self.pending.is_none() => {
-                return Err(RecordError::Fatal(IndexError::NotWarc {
-                    path: self.path.to_path_buf(),
-                    start: line,
-                }))
-            }
-            HeadRead::NotWarc(line) => {
-                return Err(RecordError::Damage(format!(
-                    "no WARC record here (the line is {line:?})"
-                )))
-            }
+        let read = read_head(&mut self.src).map_err(damage)?;
+        let first = self.records == 0 && self.pending.is_none();
+        let Some(head) = head_or_why(read, first, self.path, |line| {
+            format!("no WARC record here (the line is {line:?})")
+        })?
+        else {
+            return Ok(Step::End);
         };
         let limit = match head.content_length() {
             Some(Ok(n)) => n,
@@ -555,6 +534,25 @@ enum RecordError {
     Fatal(IndexError),
     /// This record is damaged; look for the next one.
     Damage(String),
+}
+
+/// The head a record starts with; `None` at the end of the input. When the `first` record of
+/// the file is not WARC the file is not a WARC; a later one is damage, said by `why`.
+fn head_or_why(
+    read: HeadRead,
+    first: bool,
+    path: &Path,
+    why: impl FnOnce(&str) -> String,
+) -> Result<Option<WarcHead>, RecordError> {
+    match read {
+        HeadRead::Head(head) => Ok(Some(head)),
+        HeadRead::Eof => Ok(None),
+        HeadRead::NotWarc(line) if first => Err(RecordError::Fatal(IndexError::NotWarc {
+            path: path.to_path_buf(),
+            start: line,
+        })),
+        HeadRead::NotWarc(line) => Err(RecordError::Damage(why(&line))),
+    }
 }
 
 fn damage(e: io::Error) -> RecordError {

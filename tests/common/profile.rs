@@ -10,6 +10,8 @@ pub const TESTS_UA: &str = "archiver/0.1 (+https://example.org/archiver-tests)";
 pub struct Loopback<'a> {
     pub name: &'a str,
     pub seeds: Vec<String>,
+    /// More lines of `[crawl]`.
+    pub crawl: &'a str,
     pub user_agent: &'a str,
     /// More lines after `user_agent`: keys of `[identity]`, then any other tables.
     pub identity: &'a str,
@@ -27,6 +29,7 @@ impl<'a> Loopback<'a> {
         Loopback {
             name,
             seeds,
+            crawl: "",
             user_agent: TESTS_UA,
             identity: "",
             politeness: "min_delay = 0.0\ndelay_factor = 0.0",
@@ -39,12 +42,13 @@ impl<'a> Loopback<'a> {
     pub fn toml(&self) -> String {
         let seeds: Vec<String> = self.seeds.iter().map(|s| format!("{s:?}")).collect();
         format!(
-            "[crawl]\nname = {name:?}\nseeds = [{seeds}]\n\n\
+            "[crawl]\nname = {name:?}\nseeds = [{seeds}]\n{crawl}\n\n\
              [identity]\nuser_agent = {ua:?}\n{identity}\n\n\
              [politeness]\n{politeness}\n\n\
              [output]\ndir = {dir:?}\n{output}\n",
             name = self.name,
             seeds = seeds.join(", "),
+            crawl = self.crawl,
             ua = self.user_agent,
             identity = self.identity,
             politeness = self.politeness,
@@ -60,4 +64,17 @@ impl<'a> Loopback<'a> {
             .unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
         path.to_string_lossy().to_string()
     }
+}
+
+/// A profile for the browser tests: two sites at once, a second between requests to a site,
+/// pages rendered when they are empty without JavaScript; `browser`: more lines of `[browser]`.
+pub fn rendering(name: &str, seed: &str, browser: &str) -> String {
+    let browser = format!("\n[browser]\nrender = \"empty\"\n{browser}");
+    Loopback {
+        crawl: "sites_at_once = 2",
+        politeness: "min_delay = 1.0\ndelay_factor = 0.0",
+        output: &browser,
+        ..Loopback::new(name, vec![seed.to_string()])
+    }
+    .toml()
 }

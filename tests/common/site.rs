@@ -384,25 +384,9 @@ pub fn chunked(data: &[u8], sizes: &[usize]) -> Vec<u8> {
     out
 }
 
-/// Undoes chunked transfer coding (used by the replay client). Returns None if malformed.
-pub fn dechunk(mut data: &[u8]) -> Option<Vec<u8>> {
-    let mut out = Vec::new();
-    loop {
-        let line_end = data.windows(2).position(|w| w == b"\r\n")?;
-        let size_text = std::str::from_utf8(&data[..line_end]).ok()?;
-        let size_text = size_text.split(';').next()?.trim();
-        let size = usize::from_str_radix(size_text, 16).ok()?;
-        data = &data[line_end + 2..];
-        if size == 0 {
-            return Some(out);
-        }
-        if data.len() < size + 2 {
-            return None;
-        }
-        out.extend_from_slice(&data[..size]);
-        data = &data[size + 2..];
-    }
-}
+/// Undoes chunked transfer coding; `None` when the framing is broken or cut short (the
+/// library's one dechunker).
+pub use archiver::warc::chunked::dechunk_strict as dechunk;
 
 /// Undoes gzip content coding (all members).
 pub fn gunzip(data: &[u8]) -> std::io::Result<Vec<u8>> {

@@ -102,6 +102,26 @@ pub fn run_archiver(args: &[&str], dir: &Path, label: &str) -> Finished {
     run_with_timeout(cmd, dir, label, Duration::from_secs(120))
 }
 
+/// Runs `archiver crawl --profile PROFILE` in `dir` (killed after 120 s) and asserts that it
+/// ended with 0, showing the tail of its stderr and the crawl's `out/crawl.log` and
+/// `out/run.log` when it did not.
+pub fn crawl_ok(dir: &Path, profile: &str, label: &str) -> Finished {
+    let done = run_archiver(&["crawl", "--profile", profile], dir, label);
+    if done.code != Some(0) {
+        let out = dir.join("out");
+        let crawl_log = std::fs::read_to_string(out.join("crawl.log")).unwrap_or_default();
+        let run_log = std::fs::read_to_string(out.join("run.log")).unwrap_or_default();
+        panic!(
+            "{label}: the crawl ended with {:?}\n--- stderr (tail) ---\n{}\n--- stdout ---\n{}\n\
+             --- crawl.log ---\n{crawl_log}\n--- run.log ---\n{run_log}",
+            done.code,
+            tail(&done.stderr, 3000),
+            tail(&done.stdout, 2000)
+        );
+    }
+    done
+}
+
 /// Starts `archiver crawl --profile PROFILE` in `dir`, its stdout thrown away, its stderr
 /// going to `stderr`: for the tests that stop a crawl part way.
 pub fn start_crawl(dir: &Path, profile: &str, stderr: Stdio) -> Child {

@@ -17,46 +17,10 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use archiver::frontier::sqlite::{CrawlIdentity, SqliteFrontier};
-use archiver::frontier::{Candidate, Frontier};
-use url::Url;
+use archiver::frontier::Frontier;
 
-const SITES: u64 = 1000;
-/// URLs found together on one page go to one site.
-const BURST: u64 = 20;
-const COMMIT_EVERY: u64 = 100;
-
-/// A fixed 64-bit mixer (splitmix64), so every run generates the same URLs.
-fn mix(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    x ^ (x >> 31)
-}
-
-fn site_of(i: u64) -> u64 {
-    mix(i / BURST) % SITES
-}
-
-fn origin(site: u64) -> String {
-    format!("http://www.site{site:03}.example")
-}
-
-/// URL number `i`: about 60 bytes, random within its site, like real paths.
-fn candidate(i: u64) -> Result<(String, Candidate), String> {
-    let site = origin(site_of(i));
-    let h = mix(i ^ 0x5555_5555);
-    let u = format!("{site}/section{}/{:012x}.html", h % 50, h >> 16);
-    let via = format!("{site}/section{}/index-{}.html", h % 7, i / BURST);
-    let embed = i % 5 == 4;
-    let parse = |s: &str| Url::parse(s).map_err(|e| format!("{s}: {e}"));
-    let c = Candidate {
-        url: parse(&u)?,
-        path: if embed { "LLE".into() } else { "LLL".into() },
-        via: Some(parse(&via)?),
-        attempts: 0,
-    };
-    Ok((site, c))
-}
+mod frontier_urls;
+use frontier_urls::{candidate, cpu_s, mix, origin, COMMIT_EVERY, SITES};
 
 fn status_kib(field: &str) -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
@@ -65,22 +29,6 @@ fn status_kib(field: &str) -> u64 {
         .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap_or(0)
-}
-
-/// CPU seconds (user + system) of this process so far, from /proc/self/stat: unlike wall time it
-/// hardly moves when other programs share the machine.
-fn cpu_s() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // Fields after the command name (which may hold spaces); utime and stime are the 12th and
-    // 13th of them, in clock ticks (100 a second on Linux).
-    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let f: Vec<u64> = rest
-        .split_whitespace()
-        .skip(11)
-        .take(2)
-        .filter_map(|v| v.parse().ok())
-        .collect();
-    f.iter().sum::<u64>() as f64 / 100.0
 }
 
 /// Bytes this process handed to write calls so far (`wchar` of /proc/self/io).

@@ -19,45 +19,15 @@ use archiver::frontier::sqlite::CrawlIdentity;
 use archiver::frontier::{Candidate, Frontier, Lease};
 use url::Url;
 
-const SITES: u64 = 1000;
-const BURST: u64 = 20;
-const COMMIT_EVERY: u64 = 100;
+mod frontier_urls;
+use frontier_urls::{cpu_s, origin, BURST, COMMIT_EVERY};
 
-fn mix(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    x ^ (x >> 31)
-}
-
-fn origin(site: u64) -> String {
-    format!("http://www.site{site:03}.example")
-}
-
+/// URL number `i` as `frontier_urls` makes it, without the page it was found on (as the
+/// README's figures were measured).
 fn candidate(i: u64) -> Result<(String, Candidate), String> {
-    let site = origin(mix(i / BURST) % SITES);
-    let h = mix(i ^ 0x5555_5555);
-    let u = format!("{site}/section{}/{:012x}.html", h % 50, h >> 16);
-    let url = Url::parse(&u).map_err(|e| format!("{u}: {e}"))?;
-    let mut c = Candidate::seed(url);
-    c.path = if i % 5 == 4 {
-        "LLE".into()
-    } else {
-        "LLL".into()
-    };
+    let (site, mut c) = frontier_urls::candidate(i)?;
+    c.via = None;
     Ok((site, c))
-}
-
-fn cpu_s() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let f: Vec<u64> = rest
-        .split_whitespace()
-        .skip(11)
-        .take(2)
-        .filter_map(|v| v.parse().ok())
-        .collect();
-    f.iter().sum::<u64>() as f64 / 100.0
 }
 
 fn run() -> Result<(), String> {

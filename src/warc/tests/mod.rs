@@ -209,6 +209,15 @@ fn file_name(p: &Path) -> String {
     p.file_name().unwrap().to_str().unwrap().to_string()
 }
 
+/// Names of the files in `dir` whose name does not end with `suffix` (what a step left over).
+fn names_not_ending(dir: &Path, suffix: &str) -> Vec<String> {
+    fs::read_dir(dir)
+        .unwrap()
+        .map(|e| file_name(&e.unwrap().path()))
+        .filter(|n| !n.ends_with(suffix))
+        .collect()
+}
+
 /// The Python venv with warcio: `ARCHIVER_VENV`, else the repo's `.venv`, else /tmp/pyv.
 fn warcio(venv: &Path, args: &[&str]) -> (bool, String) {
     let out = Command::new(venv.join("bin/warcio"))

@@ -9,6 +9,13 @@ fn crash(w: WarcWriter) -> PathBuf {
     open
 }
 
+/// A writer on `s` that wrote one exchange and "crashed": its `.open` file.
+fn crashed_after_one_exchange(s: &WarcSettings) -> PathBuf {
+    let mut w = WarcWriter::new(s.clone()).unwrap();
+    write_case(&mut w, &mut simple_case());
+    crash(w)
+}
+
 fn append(path: &Path, bytes: &[u8]) {
     OpenOptions::new()
         .append(true)
@@ -104,11 +111,7 @@ fn recovery_cuts_a_torn_last_record_and_closes_the_file() {
         assert_eq!(ours, indexer_lines(&venv, &done), "{what}");
         let (ok, out) = warcio(&venv, &["check", "-v", done.to_str().unwrap()]);
         assert!(ok, "{what}: warcio check failed:\n{out}");
-        let leftovers: Vec<_> = fs::read_dir(&s.index_dir)
-            .unwrap()
-            .map(|e| file_name(&e.unwrap().path()))
-            .filter(|n| !n.ends_with(".cdxj"))
-            .collect();
+        let leftovers = names_not_ending(&s.index_dir, ".cdxj");
         assert!(leftovers.is_empty(), "{leftovers:?}");
         // Nothing left to do the second time.
         assert!(recover_open_files(&s).unwrap().is_empty());
@@ -171,9 +174,7 @@ fn every_cut_point_keeps_exactly_the_whole_records_before_it() {
 fn a_file_cut_inside_its_first_record_is_removed() {
     let dir = tempfile::tempdir().unwrap();
     let s = settings(dir.path(), 1 << 40, WarcVersion::V1_1);
-    let mut w = WarcWriter::new(s.clone()).unwrap();
-    write_case(&mut w, &mut simple_case());
-    let open = crash(w);
+    let open = crashed_after_one_exchange(&s);
     let data = fs::read(&open).unwrap();
     let first = members(&data)[0].1;
     fs::write(&open, &data[..first as usize / 2]).unwrap();
@@ -229,13 +230,9 @@ fn recovery_without_a_folder_or_files_does_nothing() {
 fn recovery_never_overwrites_a_closed_file_and_changes_nothing_on_error() {
     let dir = tempfile::tempdir().unwrap();
     let s = settings(dir.path(), 1 << 40, WarcVersion::V1_1);
-    let mut w = WarcWriter::new(s.clone()).unwrap();
-    write_case(&mut w, &mut simple_case());
-    let first = crash(w);
+    let first = crashed_after_one_exchange(&s);
     append(&first, b"torn");
-    let mut w = WarcWriter::new(s.clone()).unwrap();
-    write_case(&mut w, &mut simple_case());
-    let second = crash(w);
+    let second = crashed_after_one_exchange(&s);
     assert!(first < second);
     let done = second.with_extension("");
     fs::write(&done, b"someone else's").unwrap();
@@ -256,9 +253,7 @@ fn recovery_never_overwrites_a_closed_file_and_changes_nothing_on_error() {
 fn a_recovered_crawl_writes_on_after_its_last_serial() {
     let dir = tempfile::tempdir().unwrap();
     let s = settings(dir.path(), 1 << 40, WarcVersion::V1_1);
-    let mut w = WarcWriter::new(s.clone()).unwrap();
-    write_case(&mut w, &mut simple_case());
-    let open = crash(w);
+    let open = crashed_after_one_exchange(&s);
     assert!(file_name(&open).contains("-00000-"));
     recover_open_files(&s).unwrap();
     let mut w = WarcWriter::new(s).unwrap();

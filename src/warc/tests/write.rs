@@ -219,11 +219,7 @@ fn index_lists_every_response_sorted() {
         .collect();
     expected.sort();
     assert_eq!(offsets, expected);
-    let leftovers: Vec<_> = fs::read_dir(dir.path().join("indexes"))
-        .unwrap()
-        .map(|e| file_name(&e.unwrap().path()))
-        .filter(|n| !n.ends_with(".cdxj"))
-        .collect();
+    let leftovers = names_not_ending(&dir.path().join("indexes"), ".cdxj");
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 
@@ -310,11 +306,7 @@ fn rotation_makes_several_complete_files() {
             .join(name.replace(".warc.gz", ".cdxj"));
         assert_eq!(fs::read_to_string(index).unwrap().lines().count(), 1);
     }
-    let open: Vec<_> = fs::read_dir(dir.path().join("warcs"))
-        .unwrap()
-        .map(|e| file_name(&e.unwrap().path()))
-        .filter(|n| !n.ends_with(".warc.gz"))
-        .collect();
+    let open = names_not_ending(&dir.path().join("warcs"), ".warc.gz");
     assert!(open.is_empty(), "{open:?}");
 }
 
