@@ -16,7 +16,6 @@ use std::fs::{self, File};
 use std::io::{self, BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
-use chrono::NaiveDateTime;
 use uuid::Uuid;
 
 /// The only HTTP status deduplicated. A 404 (or 500, or redirect) whose body equals another
@@ -241,7 +240,8 @@ fn parse_line(line: &str) -> Result<Option<(Sha1Key, String, String)>, String> {
     let Some((_key, timestamp, json)) = crate::cdx::split_line(line) else {
         return Err("expected: key, timestamp, JSON".into());
     };
-    let date = warc_date_of(timestamp).ok_or_else(|| format!("bad timestamp {timestamp:?}"))?;
+    let date = crate::cdx::warc_date_of(timestamp)
+        .ok_or_else(|| format!("bad timestamp {timestamp:?}"))?;
     let fields: serde_json::Value =
         serde_json::from_str(json).map_err(|e| format!("bad JSON: {e}"))?;
     let text = |name: &str| match fields.get(name) {
@@ -258,16 +258,6 @@ fn parse_line(line: &str) -> Result<Option<(Sha1Key, String, String)>, String> {
         .as_deref()
         .and_then(sha1_key)
         .map(|key| (key, date, url)))
-}
-
-/// A CDXJ timestamp (14 digits; more are ignored) as a WARC date, `YYYY-MM-DDThh:mm:ssZ`:
-/// WARC-Refers-To-Date must be a full date, and pywb turns it back into these 14 digits.
-pub fn warc_date_of(timestamp: &str) -> Option<String> {
-    if timestamp.len() < 14 || !timestamp.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let when = NaiveDateTime::parse_from_str(&timestamp[..14], "%Y%m%d%H%M%S").ok()?;
-    Some(when.format("%Y-%m-%dT%H:%M:%SZ").to_string())
 }
 
 /// The 20 bytes of a `sha1:BASE32` digest (label case-insensitive; a bare base32 value, as
@@ -359,21 +349,6 @@ mod tests {
         // Key and value of one map slot: 20 + 40 bytes, plus date and URL on the heap.
         assert!(std::mem::size_of::<Entry>() <= 40);
         assert_eq!(std::mem::size_of::<Sha1Key>(), 20);
-    }
-
-    #[test]
-    fn timestamps_become_full_warc_dates() {
-        assert_eq!(
-            warc_date_of("20261130233813").as_deref(),
-            Some("2026-11-30T23:38:13Z")
-        );
-        assert_eq!(
-            warc_date_of("20261130233813123").as_deref(),
-            Some("2026-11-30T23:38:13Z")
-        );
-        assert_eq!(warc_date_of("2026113023381"), None);
-        assert_eq!(warc_date_of("20261332233813"), None);
-        assert_eq!(warc_date_of("2026113023381x"), None);
     }
 
     fn line(key: &str, ts: &str, json: serde_json::Value) -> String {
@@ -668,14 +643,6 @@ mod tests {
         Ok((status, body))
     }
 
-    fn timestamp(warc_date: &str) -> String {
-        warc_date
-            .chars()
-            .filter(char::is_ascii_digit)
-            .take(14)
-            .collect()
-    }
-
     #[test]
     fn pywb_replays_revisits_through_their_originals() {
         let venv = required_venv();
@@ -711,7 +678,7 @@ mod tests {
         assert_eq!(stats.added, 1);
         let orig = index.find(200, &sha1_of(old_body)).unwrap();
         assert_eq!(orig.warc_date, "2025-11-30T10:00:00Z");
-        assert_eq!(timestamp(&old_date), "20251130100000");
+        assert_eq!(crate::cdx::timestamp14(&old_date), "20251130100000");
 
         let mut w = WarcWriter::new(settings.clone()).unwrap();
         let dates = [
@@ -771,7 +738,7 @@ mod tests {
             ),
             ("http://127.0.0.1:8080/old", &old_date, &old_body[..]),
         ] {
-            let target = format!("/c/{}id_/{uri}", timestamp(date));
+            let target = format!("/c/{}id_/{uri}", crate::cdx::timestamp14(date));
             let (status, got) = get(wb.addr, &target).unwrap();
             assert_eq!(
                 (status, String::from_utf8_lossy(&got)),

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use common::profile::Loopback;
 use common::site::{html, response, Request, TestSite};
-use common::tools::{free_port, run_archiver, send_signal, start_crawl, wait_until};
+use common::tools::{crawl_ok, free_port, run_archiver, send_signal, start_crawl, wait_until};
 
 /// `/` links to `n` pages of distinct prose (so no repeated-content trap fires).
 fn site(n: usize, delay: Duration) -> TestSite {
@@ -70,8 +70,7 @@ fn a_finished_crawl_run_again_changes_no_report_and_says_it_is_complete() {
     let s = site(5, Duration::ZERO);
     let dir = tempfile::tempdir().expect("tempdir");
     let p = write_profile(dir.path(), &[format!("{}/", s.origin())], 0.0);
-    let first = run_archiver(&["crawl", "--profile", &p], dir.path(), "first");
-    assert_eq!(first.code, Some(0), "{}", first.stderr);
+    crawl_ok(dir.path(), &p, "first");
     let requests = s.exchanges().len();
     let out = dir.path().join("out");
     let summary = std::fs::read(out.join("summary.txt")).expect("summary.txt");
@@ -82,8 +81,7 @@ fn a_finished_crawl_run_again_changes_no_report_and_says_it_is_complete() {
         "robots.txt, / and 5 pages"
     );
 
-    let again = run_archiver(&["crawl", "--profile", &p], dir.path(), "again");
-    assert_eq!(again.code, Some(0), "{}", again.stderr);
+    let again = crawl_ok(dir.path(), &p, "again");
     assert!(
         again.stderr.contains("already complete"),
         "{}",
@@ -133,8 +131,7 @@ fn an_interrupted_then_resumed_crawl_reports_every_url_of_the_site() {
     let first_run = partial["totals"]["archived"].as_u64().expect("archived");
     assert!(first_run < pages as u64 + 2, "stopped mid-crawl: {partial}");
 
-    let resumed = run_archiver(&["crawl", "--profile", &p], dir.path(), "resumed");
-    assert_eq!(resumed.code, Some(0), "{}", resumed.stderr);
+    crawl_ok(dir.path(), &p, "resumed");
     let r = report(dir.path());
     let totals = &r["totals"];
     // `/`, every page, and robots.txt once per run (each run asks for it again; its 404 is
@@ -200,6 +197,5 @@ fn a_crawl_whose_seeds_are_all_unreachable_exits_3_and_says_why() {
         0.0,
     );
     std::fs::remove_dir_all(dir.path().join("out")).expect("rm out");
-    let done = run_archiver(&["crawl", "--profile", &p], dir.path(), "one-answers");
-    assert_eq!(done.code, Some(0), "{}", done.stderr);
+    crawl_ok(dir.path(), &p, "one-answers");
 }

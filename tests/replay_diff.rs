@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use common::profile::Loopback;
 use common::site::{html, response, Request, TestSite};
-use common::tools::{http_get, run_archiver, Replay};
+use common::tools::{crawl_ok, http_get, run_archiver, Replay};
 
 /// `NAME.toml`, crawling into the folder `NAME`.
 fn profile(dir: &Path, name: &str, seed: &str) -> String {
@@ -74,14 +74,12 @@ fn both_crawls_replay_and_the_report_tells_content_from_links() {
     let dir = tempfile::tempdir().expect("tempdir");
     let seed = format!("{}/", s.origin());
     let p1 = profile(dir.path(), "old", &seed);
-    let first = run_archiver(&["crawl", "--profile", &p1], dir.path(), "old");
-    assert_eq!(first.code, Some(0), "{}", first.stderr);
+    crawl_ok(dir.path(), &p1, "old");
     // CDXJ timestamps have whole seconds: the second crawl must not share the first's.
     std::thread::sleep(std::time::Duration::from_millis(1100));
     version.store(2, Ordering::SeqCst);
     let p2 = profile(dir.path(), "new", &seed);
-    let second = run_archiver(&["crawl", "--profile", &p2], dir.path(), "new");
-    assert_eq!(second.code, Some(0), "{}", second.stderr);
+    crawl_ok(dir.path(), &p2, "new");
     let (old, new) = (dir.path().join("old"), dir.path().join("new"));
 
     // Text: changes only, the unchanged as a count, unless --all.
@@ -166,8 +164,7 @@ fn replay_sh_installs_pywb_into_a_missing_venv() {
     let s = site(Arc::new(AtomicUsize::new(1)));
     let dir = tempfile::tempdir().expect("tempdir");
     let p = profile(dir.path(), "one", &format!("{}/", s.origin()));
-    let done = run_archiver(&["crawl", "--profile", &p], dir.path(), "one");
-    assert_eq!(done.code, Some(0), "{}", done.stderr);
+    crawl_ok(dir.path(), &p, "one");
     let venv = dir.path().join("fresh-venv");
     let replay = Replay::start_in_venv(&[&dir.path().join("one")], dir.path(), &venv, 600);
     assert!(venv.join("bin/wayback").exists());

@@ -19,7 +19,7 @@ use std::time::Duration;
 use common::output::{crawl_log, files_ending, lines, read_warc, CdxjLine, WarcRecord};
 use common::profile::Loopback;
 use common::site::{not_found, ok, Exchange, Request, TestSite};
-use common::tools::{http_get, run_archiver, send_signal, start_crawl, wait_until, Replay};
+use common::tools::{crawl_ok, http_get, send_signal, start_crawl, wait_until, Replay};
 
 const UA: &str = "archiver/0.1 (+https://example.org/archiver-requisites-test)";
 
@@ -158,8 +158,7 @@ fn css_requisites_are_archived_and_replay_without_404() {
     let dir = tempfile::tempdir().expect("tempdir");
     let seed = format!("{}/", site.origin());
     write_profile(dir.path(), &seed, "min_delay = 0.0\ndelay_factor = 0.0", "");
-    let run = run_archiver(&["crawl", "--profile", "p.toml"], dir.path(), "crawl");
-    assert_eq!(run.code, Some(0), "crawl failed: {}", run.stderr);
+    crawl_ok(dir.path(), "p.toml", "crawl");
     let out = dir.path().join("out");
     let log = site.exchanges();
 

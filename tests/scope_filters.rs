@@ -16,7 +16,7 @@ use chrono::Datelike;
 use common::output::{crawl_log, files_ending, read_warc, LogLine};
 use common::profile::Loopback;
 use common::site::{not_found, ok, response, Exchange, Reply, Request, TestSite};
-use common::tools::{run_archiver, send_signal, start_crawl, wait_until};
+use common::tools::{crawl_ok, send_signal, start_crawl, wait_until};
 
 const UA: &str = "archiver/0.1 (+https://example.org/archiver-scope-test)";
 
@@ -143,8 +143,7 @@ fn a_templated_catalogue_is_archived_whole_while_traps_are_cut() {
         "min_delay = 0.0\ndelay_factor = 0.0",
         "\n[scope]\nmax_hops = 100",
     );
-    let run = run_archiver(&["crawl", "--profile", "p.toml"], dir.path(), "crawl");
-    assert_eq!(run.code, Some(0), "crawl failed: {}", run.stderr);
+    let run = crawl_ok(dir.path(), "p.toml", "crawl");
     let out = dir.path().join("out");
     let log = crawl_log(&out);
     let origin = site.origin();
@@ -236,8 +235,7 @@ fn a_traps_table_can_turn_the_calendar_rule_off() {
         "min_delay = 0.0\ndelay_factor = 0.0",
         "\n[scope]\nmax_hops = 40\n\n[traps]\ncalendar = false",
     );
-    let run = run_archiver(&["crawl", "--profile", "p.toml"], dir.path(), "crawl");
-    assert_eq!(run.code, Some(0), "crawl failed: {}", run.stderr);
+    crawl_ok(dir.path(), "p.toml", "crawl");
     let months = site
         .exchanges()
         .iter()
@@ -284,8 +282,7 @@ fn a_filtered_type_is_dropped_on_its_headers_and_everything_else_is_kept() {
         "min_delay = 0.0\ndelay_factor = 0.0",
         "send_referer = false\n\n[scope]\nkeep_mime = [\"!video/*\"]",
     );
-    let run = run_archiver(&["crawl", "--profile", "p.toml"], dir.path(), "crawl");
-    assert_eq!(run.code, Some(0), "crawl failed: {}", run.stderr);
+    crawl_ok(dir.path(), "p.toml", "crawl");
     let out = dir.path().join("out");
     let exchanges = site.exchanges();
     let exchange = |p: &str| -> &Exchange {
@@ -397,8 +394,7 @@ fn retry_after_becomes_the_floor_also_after_a_resume() {
     assert!(book.contains("\"retry_after\": 1.0"), "{book}");
 
     // Second run: resumes and finishes.
-    let run = run_archiver(&["crawl", "--profile", "p.toml"], dir.path(), "resume");
-    assert_eq!(run.code, Some(0), "resume failed: {}", run.stderr);
+    crawl_ok(dir.path(), "p.toml", "resume");
     let all = site.exchanges();
     assert!(
         all.len() > first_run + 2,
@@ -446,8 +442,7 @@ fn retry_after_on_robots_txt_sticks_too() {
     let dir = tempfile::tempdir().expect("tempdir");
     let seed = format!("{}/", site.origin());
     write_profile(dir.path(), &seed, "min_delay = 0.1\ndelay_factor = 0.0", "");
-    let run = run_archiver(&["crawl", "--profile", "p.toml"], dir.path(), "crawl");
-    assert_eq!(run.code, Some(0), "crawl failed: {}", run.stderr);
+    crawl_ok(dir.path(), "p.toml", "crawl");
     let all = site.exchanges();
     let paths: Vec<&str> = all.iter().map(Exchange::path).collect();
     assert_eq!(

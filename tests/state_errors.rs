@@ -8,7 +8,7 @@ use std::path::Path;
 
 use common::profile::Loopback;
 use common::site::{html, TestSite};
-use common::tools::run_archiver;
+use common::tools::{crawl_ok, run_archiver};
 
 /// `NAME.toml`, crawling into `out`.
 fn write_profile(dir: &Path, name: &str, seed: &str) -> String {
@@ -27,8 +27,7 @@ fn another_profiles_state_folder_is_refused() {
     let s = site();
     let dir = tempfile::tempdir().expect("tempdir");
     let first = write_profile(dir.path(), "first", &format!("{}/", s.origin()));
-    let done = run_archiver(&["crawl", "--profile", &first], dir.path(), "first");
-    assert_eq!(done.code, Some(0), "{}", done.stderr);
+    crawl_ok(dir.path(), &first, "first");
     let requests = s.exchanges().len();
     let db = std::fs::read(dir.path().join("out/state/frontier.sqlite")).expect("db");
 

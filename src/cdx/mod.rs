@@ -60,6 +60,17 @@ pub fn timestamp14(warc_date: &str) -> String {
     out
 }
 
+/// A CDXJ timestamp (14 digits; more are ignored) as a WARC date, `YYYY-MM-DDThh:mm:ssZ`
+/// (the reverse of [`timestamp14`]); `None` unless it is a real date. For WARC-Refers-To-Date,
+/// which must be a full date (pywb turns it back into these 14 digits), and WACZ's `ts`.
+pub fn warc_date_of(timestamp: &str) -> Option<String> {
+    if timestamp.len() < 14 || !timestamp.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let when = chrono::NaiveDateTime::parse_from_str(&timestamp[..14], "%Y%m%d%H%M%S").ok()?;
+    Some(when.format("%Y-%m-%dT%H:%M:%SZ").to_string())
+}
+
 /// [`timestamp14`] appended to `out` (one line is built in one buffer: this runs per record).
 fn push_timestamp14(out: &mut String, warc_date: &str) {
     let mut fields = warc_date
@@ -504,6 +515,21 @@ mod tests {
             python_json_string("a\u{7f}\u{0}\u{8}\u{c}\n\r\t\"\\/é😀\u{2028}"),
             r#""a\u007f\u0000\b\f\n\r\t\"\\/\u00e9\ud83d\ude00\u2028""#
         );
+    }
+
+    #[test]
+    fn timestamps_become_full_warc_dates() {
+        assert_eq!(
+            warc_date_of("20261130233813").as_deref(),
+            Some("2026-11-30T23:38:13Z")
+        );
+        assert_eq!(
+            warc_date_of("20261130233813123").as_deref(),
+            Some("2026-11-30T23:38:13Z")
+        );
+        assert_eq!(warc_date_of("2026113023381"), None);
+        assert_eq!(warc_date_of("20261332233813"), None);
+        assert_eq!(warc_date_of("2026113023381x"), None);
     }
 
     #[test]

@@ -228,9 +228,10 @@ fn cross_check(paths: &[PathBuf], seen: &[Seen], known: &KnownCaptures, report: 
             let by_uri = match (s.refers_to_uri.as_deref(), s.refers_to_date.as_deref()) {
                 (Some(uri), Some(date)) => {
                     captures.contains(&(without_scheme(uri), date))
-                        || known
-                            .captures
-                            .contains(&(without_scheme(uri).to_string(), timestamp14(date)))
+                        || known.captures.contains(&(
+                            without_scheme(uri).to_string(),
+                            crate::cdx::timestamp14(date),
+                        ))
                 }
                 _ => false,
             };
@@ -280,11 +281,6 @@ fn without_scheme(url: &str) -> &str {
     url.strip_prefix("https://")
         .or_else(|| url.strip_prefix("http://"))
         .unwrap_or(url)
-}
-
-/// `2026-11-30T23:38:13.123456Z` → `20261130233813`.
-fn timestamp14(date: &str) -> String {
-    date.chars().filter(char::is_ascii_digit).take(14).collect()
 }
 
 /// What checking one file gave.

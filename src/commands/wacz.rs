@@ -290,22 +290,6 @@ struct Line {
     filename: Option<String>,
 }
 
-/// `20261130233813` → `2026-11-30T23:38:13Z`.
-fn rfc3339(ts: &str) -> Option<String> {
-    if ts.len() < 14 || !ts.bytes().take(14).all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    Some(format!(
-        "{}-{}-{}T{}:{}:{}Z",
-        &ts[0..4],
-        &ts[4..6],
-        &ts[6..8],
-        &ts[8..10],
-        &ts[10..12],
-        &ts[12..14]
-    ))
-}
-
 /// The archived HTML pages: every URL's first capture answered 2xx with an HTML type (not
 /// revisits: their type is the original's), in capture order, with its title.
 fn pages_of(cdxj: &Path, warcs: &[PathBuf]) -> Result<Vec<Page>, WaczError> {
@@ -325,7 +309,9 @@ fn pages_of(cdxj: &Path, warcs: &[PathBuf]) -> Result<Vec<Page>, WaczError> {
         if !html || !ok || !seen.insert(key.to_string()) {
             continue;
         }
-        let Some(iso) = rfc3339(ts) else { continue };
+        let Some(iso) = crate::cdx::warc_date_of(ts) else {
+            continue;
+        };
         let title = match (
             &l.filename,
             l.offset.as_deref().and_then(|o| o.parse().ok()),
@@ -364,7 +350,7 @@ fn first_capture(cdxj: &Path, url: &str) -> Option<String> {
             best = Some(ts.to_string());
         }
     }
-    best.and_then(|b| rfc3339(&b))
+    best.and_then(|b| crate::cdx::warc_date_of(&b))
 }
 
 fn write_pages(path: &Path, pages: &[Page]) -> Result<(), WaczError> {
@@ -430,14 +416,5 @@ mod tests {
         );
         assert_eq!(title_in("<p>no title</p>"), None);
         assert_eq!(title_in("<title></title>"), None);
-    }
-
-    #[test]
-    fn timestamps_become_rfc3339() {
-        assert_eq!(
-            rfc3339("20261130233813").as_deref(),
-            Some("2026-11-30T23:38:13Z")
-        );
-        assert_eq!(rfc3339("2026"), None);
     }
 }

@@ -105,16 +105,7 @@ pub fn read_warc(path: &Path) -> Vec<WarcRecord> {
             in_member.len()
         );
         let (header, block) = in_member.pop().expect("one record");
-        let headers = header
-            .headers
-            .iter()
-            .map(|(k, v)| {
-                (
-                    k.to_string().to_ascii_lowercase(),
-                    String::from_utf8_lossy(v).trim().to_string(),
-                )
-            })
-            .collect();
+        let headers = lower_case_fields(&header);
         out.push(WarcRecord {
             file: name.clone(),
             index: out.len(),
@@ -139,17 +130,21 @@ pub fn read_warc_stream(path: &Path) -> Vec<(HashMap<String, String>, Vec<u8>)> 
         .map(|item| {
             let (header, block) =
                 item.unwrap_or_else(|e| panic!("{}: unreadable record: {e:?}", path.display()));
-            let headers = header
-                .headers
-                .iter()
-                .map(|(k, v)| {
-                    (
-                        k.to_string().to_ascii_lowercase(),
-                        String::from_utf8_lossy(v).trim().to_string(),
-                    )
-                })
-                .collect();
-            (headers, block)
+            (lower_case_fields(&header), block)
+        })
+        .collect()
+}
+
+/// A record's header fields by lower-case name, values trimmed.
+fn lower_case_fields(header: &warc::RawRecordHeader) -> HashMap<String, String> {
+    header
+        .headers
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.to_string().to_ascii_lowercase(),
+                String::from_utf8_lossy(v).trim().to_string(),
+            )
         })
         .collect()
 }
