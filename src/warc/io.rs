@@ -9,7 +9,7 @@ use std::path::Path;
 
 use sha2::Digest;
 
-/// A writer that counts what passes through, e.g. to learn a gzip member's compressed length.
+/// A writer that counts what passes through (under [`HashingWriter`]).
 pub(crate) struct CountingWriter<W> {
     inner: W,
     count: u64,

@@ -12,6 +12,7 @@
 //! | --- | --- |
 //! | `writer.rs` | [`WarcWriter`]: opening, appending, rolling back, rotating, closing files |
 //! | `record.rs` | one record's header block and gzip member; the exchange's record pair |
+//! | `gzip.rs` | the gzip member encoder, its deflate state and buffer reused from record to record |
 //! | `check.rs` | settings and header values checked before a byte is written |
 //! | `naming.rs` | file names: serials, the host part, the writable probe |
 //! | `recover.rs` | closing the `.open` files a crash left, through the reader |
@@ -23,6 +24,7 @@
 pub(crate) mod arc;
 mod check;
 pub mod chunked;
+mod gzip;
 pub(crate) mod head;
 pub(crate) mod io;
 pub(crate) mod member;

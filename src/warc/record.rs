@@ -2,16 +2,13 @@
 //! pairs of an exchange (response or revisit, then the request pointing at it), the warcinfo,
 //! and the CDXJ line of a capture.
 
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 
 use chrono::Utc;
-use flate2::write::GzEncoder;
-use flate2::Compression;
 
 use super::head::{push_field, WarcHead};
-use super::io::CountingWriter;
 use super::writer::OpenWarc;
-use super::{io_err, Exchange, Revisit, WarcError, WarcSettings, WarcVersion, COPY_BUF_BYTES};
+use super::{io_err, Exchange, Revisit, WarcError, WarcSettings, WarcVersion};
 use crate::cdx::{self, CdxRecord};
 use crate::spool::sha1_of;
 
@@ -172,8 +169,9 @@ fn write_request(
 }
 
 /// Writes one record as one gzip member at the end of the file; returns (offset, length).
-/// The block is streamed in pieces, never held whole. Written straight to the `File` (no
-/// user-space buffer), so once this returns the member is with the OS.
+/// The block is streamed in pieces, never held whole, through the file's reused encoder and
+/// copy buffer. Written straight to the `File` (no buffer is left holding any of it), so once
+/// this returns the member is with the OS.
 fn write_record(
     cur: &mut OpenWarc,
     head: &[u8],
@@ -181,14 +179,20 @@ fn write_record(
     block_len: u64,
     uri: &str,
 ) -> Result<(u64, u64), WarcError> {
-    let path = cur.open_path.clone();
-    let mut enc = GzEncoder::new(CountingWriter::new(&mut cur.file), Compression::default());
-    enc.write_all(head).map_err(io_err(&path))?;
-    let mut buf = vec![0u8; COPY_BUF_BYTES];
+    let OpenWarc {
+        file,
+        open_path,
+        gz,
+        copy,
+        ..
+    } = cur;
+    let path = &*open_path;
+    gz.begin();
+    gz.add(head, file).map_err(io_err(path))?;
     let mut remaining = block_len;
     while remaining > 0 {
-        let want = remaining.min(buf.len() as u64) as usize;
-        let n = match block.read(&mut buf[..want]) {
+        let want = remaining.min(copy.len() as u64) as usize;
+        let n = match block.read(&mut copy[..want]) {
             Ok(0) => {
                 return Err(WarcError::SpoolShort {
                     uri: uri.to_string(),
@@ -205,14 +209,14 @@ fn write_record(
                 })
             }
         };
-        enc.write_all(&buf[..n]).map_err(io_err(&path))?;
+        gz.add(&copy[..n], file).map_err(io_err(path))?;
         remaining -= n as u64;
     }
-    enc.write_all(b"\r\n\r\n").map_err(io_err(&path))?;
-    let counter = enc.finish().map_err(io_err(&path))?;
+    gz.add(b"\r\n\r\n", file).map_err(io_err(path))?;
+    let length = gz.finish(file).map_err(io_err(path))?;
     let offset = cur.size;
-    cur.size += counter.count();
-    Ok((offset, counter.count()))
+    cur.size += length;
+    Ok((offset, length))
 }
 
 /// The warcinfo record that opens every file.

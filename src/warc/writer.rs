@@ -9,13 +9,15 @@ use std::path::{Path, PathBuf};
 use chrono::Utc;
 
 use super::check::{check_digest, check_prefix, check_revisit, check_token, check_uri, clean_info};
+use super::gzip::MemberWriter;
 use super::io::sync_dir;
 use super::naming::{file_safe_host, next_free_serial, probe_writable};
 use super::record::{
     record_id, write_pair, write_revisit_pair, write_warcinfo, Capture, CONTENT_TYPE_RESPONSE,
 };
 use super::{
-    io_err, Exchange, Revisit, WarcError, WarcSettings, WarcVersion, Written, INDEX_HEAD_BYTES,
+    io_err, Exchange, Revisit, WarcError, WarcSettings, WarcVersion, Written, COPY_BUF_BYTES,
+    INDEX_HEAD_BYTES,
 };
 
 /// How many already-taken file names to step over before giving up.
@@ -35,6 +37,10 @@ pub(super) struct OpenWarc {
     /// thousands of records: past a few MB the lines go to sorted runs on disk, so memory does
     /// not grow with the crawl.
     pub(super) cdx_lines: crate::cdx::LineSorter,
+    /// The gzip encoder of every record of this file, reset per member.
+    pub(super) gz: MemberWriter,
+    /// Where a record's block is read into on its way to `gz`.
+    pub(super) copy: Vec<u8>,
 }
 
 /// Memory for one open WARC's CDXJ lines before they spill to temporary files.
@@ -257,6 +263,8 @@ impl WarcWriter {
             size: 0,
             warcinfo_id: record_id(),
             cdx_lines: crate::cdx::LineSorter::new(CDX_MEMORY),
+            gz: MemberWriter::new(),
+            copy: vec![0; COPY_BUF_BYTES],
         };
         if let Err(e) = write_warcinfo(&mut cur, &self.settings) {
             // A file without its warcinfo is useless; remove it rather than leave it `.open`.
