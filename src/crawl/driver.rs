@@ -33,7 +33,7 @@ pub(super) async fn run(profile: Profile) -> anyhow::Result<Ended> {
     let new_seeds = crawler.queue_seeds();
     if crawler.already_complete(flying, new_seeds) {
         resolver.abort();
-        return crawler.leave_complete().map(Ended::AlreadyComplete);
+        return crawler.leave_complete().await.map(Ended::AlreadyComplete);
     }
     if let Err(e) = crawler.with_journal(|j| j.runs.start()) {
         crawler
@@ -50,7 +50,7 @@ pub(super) async fn run(profile: Profile) -> anyhow::Result<Ended> {
     renders.abort();
     resolver.abort();
     reports.abort();
-    crawler.finish().map(Ended::Ran)
+    crawler.finish().await.map(Ended::Ran)
 }
 
 /// The dispatcher: starts jobs as budgets become free, until nothing is left to do.

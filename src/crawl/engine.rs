@@ -1,10 +1,12 @@
-//! The `Crawler`: what one crawl holds while it runs, behind three locks.
+//! The `Crawler`: what one crawl holds while it runs, behind two locks, and the thread that
+//! writes its WARCs.
 //!
 //! - the scheduler ([`Sched`]: queues, sites, budgets, the site book), rank 1;
-//! - the archive ([`Archive`]: the WARC writer and the digest index), rank 2;
-//! - the journal ([`Journal`]: crawl.log, the statistics, refusals.log, the run book), rank 3.
+//! - the journal ([`Journal`]: crawl.log, the statistics, refusals.log, the run book), rank 3;
+//! - the WARC writer and the digest index belong to the archive thread
+//!   ([`ArchiveThread`](super::writer::ArchiveThread)), reached by message, not by lock.
 //!
-//! Each is reached only through `with_sched`, `with_archive` or `with_journal`, which lend the
+//! Each lock is reached only through `with_sched` or `with_journal`, which lend the
 //! data to a closure (see [`super::locks`] for how their order is kept). `with_sched` also
 //! carries out what the scheduler left in its outbox once its lock is released: that is where
 //! every dropped URL gets its crawl.log line.
@@ -18,10 +20,10 @@ use tokio::sync::Notify;
 use url::Url;
 
 use super::archived::ArchivedBefore;
-use super::disposition::Archive;
 use super::journal::Journal;
-use super::locks::{InArchive, InJournal, InSched, Key, Ordered};
+use super::locks::{InJournal, InSched, Key, Ordered};
 use super::sched::{Gate, Limits, Outbox, ResolveRequest, Sched};
+use super::writer::{Archive, ArchiveThread};
 use crate::config::Profile;
 use crate::frontier::Frontier;
 use crate::logs::crawllog::CrawlLog;
@@ -46,7 +48,8 @@ pub(super) struct Crawler {
     /// The repeated-content trap rule is on (its detector lives in the scheduler).
     pub(super) content_traps_on: bool,
     sched: Ordered<Sched, InSched>,
-    archive: Ordered<Archive, InArchive>,
+    /// Writes the WARC records, in the order jobs hand them in.
+    pub(super) archive: ArchiveThread,
     journal: Ordered<Journal, InJournal>,
     /// Wakes the dispatcher: new work, a finished job, a resolved name, a stop.
     pub(super) wake: Notify,
@@ -158,6 +161,9 @@ impl Crawler {
             &runlog,
         );
         let last_start = runs.runs.last().map(|r| r.started.as_str());
+        let archive = Archive::new(warc, digests, profile.dedup.max_digests, shared_digests);
+        let archive =
+            ArchiveThread::start(archive).context("cannot start the WARC writer thread")?;
         let archived = ArchivedBefore::new(archived, &index_dir, last_start);
         let crawler = Crawler {
             scope: Scope::new(profile.scope.clone(), &profile.seeds),
@@ -170,12 +176,7 @@ impl Crawler {
             resolver,
             fetcher,
             sched: Ordered::new(Sched::new(frontier, book, content_traps, limits)),
-            archive: Ordered::new(Archive::new(
-                warc,
-                digests,
-                profile.dedup.max_digests,
-                shared_digests,
-            )),
+            archive,
             journal: Ordered::new(Journal::new(log, stats, refusals, runs)),
             wake: Notify::new(),
             runlog,
@@ -201,12 +202,7 @@ impl Crawler {
         result
     }
 
-    /// Lock 2: the WARC writer and the digest index.
-    pub(super) fn with_archive<R>(&self, f: impl FnOnce(&mut Archive) -> R) -> R {
-        self.archive.with(&mut Key::none(), |a, _| f(a))
-    }
-
-    /// Lock 3: crawl.log, the statistics, refusals.log and the run book.
+    /// Lock 3 (rank 2 was the archive's, now a thread of its own): crawl.log, the statistics, refusals.log and the run book.
     pub(super) fn with_journal<R>(&self, f: impl FnOnce(&mut Journal) -> R) -> R {
         self.journal.with(&mut Key::none(), |j, _| f(j))
     }
@@ -291,10 +287,12 @@ impl Crawler {
     }
 
     /// Closes the files and says how the crawl ended.
-    pub(super) fn finish(&self) -> anyhow::Result<Stats> {
+    pub(super) async fn finish(&self) -> anyhow::Result<Stats> {
         self.progress.finish();
         self.leave_shared();
-        self.with_archive(|a| a.warc.close())
+        self.archive
+            .close()
+            .await
             .context("cannot close the last WARC file")?;
         let mut stats = self.with_journal(|j| j.stats.clone());
         let wall = SystemTime::now();
@@ -354,9 +352,11 @@ impl Crawler {
     }
 
     /// Ends a run that had nothing to do, touching no report: only run.log says it happened.
-    pub(super) fn leave_complete(&self) -> anyhow::Result<Stats> {
+    pub(super) async fn leave_complete(&self) -> anyhow::Result<Stats> {
         self.leave_shared();
-        self.with_archive(|a| a.warc.close())
+        self.archive
+            .close()
+            .await
             .context("cannot close the WARC writer")?;
         let stats = self.with_journal(|j| {
             let mut stats = j.stats.clone();

@@ -21,6 +21,21 @@ use crate::scope::origin_of;
 /// get the lock between two turns.
 const LINK_BATCH: usize = 256;
 
+/// A page body at least this big is parsed, and a link list longer than [`LINK_BATCH`]
+/// queued, under `block_in_place`, so the other sites' exchanges on this worker go on
+/// meanwhile. Smaller ones (nearly all) are done where they are: they take microseconds, less
+/// than handing the worker over, and each hand-over may start one more blocking thread.
+const BIG_PAGE: usize = 256 * 1024;
+
+/// Runs `work` on this worker, or beside the async workers when it is `big`.
+fn cpu_work<R>(big: bool, work: impl FnOnce() -> R) -> R {
+    if big {
+        tokio::task::block_in_place(work)
+    } else {
+        work()
+    }
+}
+
 impl Crawler {
     /// Fetches a URL of a resolved site. Every job's URL is of its own site (a robots.txt
     /// redirect to another one is handed to that site); should a URL of another origin come
@@ -86,9 +101,8 @@ impl Crawler {
             Err(e) => return self.fetch_failed(origin, candidate, &e, retries_left, thread),
         };
         let pace = self.pace_after(origin, &f);
-        // Parsing a big page is CPU work: done beside the async workers, so the other sites'
-        // exchanges go on meanwhile.
-        let page = tokio::task::block_in_place(|| self.links_and_directives(origin, &f));
+        let big = f.payload.len() >= BIG_PAGE;
+        let page = cpu_work(big, || self.links_and_directives(origin, &f));
         if let Some(text) = &page.bad_location {
             self.log_bad_location(&candidate, text);
         }
@@ -109,7 +123,8 @@ impl Crawler {
                     page,
                     notes,
                     thread,
-                });
+                })
+                .await;
                 return pace;
             }
             other => other,
@@ -130,11 +145,13 @@ impl Crawler {
             // lost; after a crash once the record is written, recovery finds the record and
             // the page counts as done, its links already queued.
             if follow {
-                tokio::task::block_in_place(|| self.queue_links(&candidate, links));
+                let many = links.len() > LINK_BATCH;
+                cpu_work(many, || self.queue_links(&candidate, links));
             }
             self.commit();
         }
-        self.dispose(origin, candidate, &mut f, thread, disposition);
+        self.dispose(origin, candidate, &mut f, thread, disposition)
+            .await;
         pace
     }
 

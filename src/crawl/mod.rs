@@ -11,14 +11,15 @@
 //!
 //! | file | job | hands on |
 //! | --- | --- | --- |
-//! | `engine` | the `Crawler` and its three locks | — |
+//! | `engine` | the `Crawler` and its two locks | — |
 //! | `sched` | synchronous, clock injected: enqueue, take a job, release, wake | `Job` |
 //! | `driver` | the async loop: dispatch, resolver task, signals, report timer | — |
 //! | `prereq` | a site's robots.txt and DNS | `Pace` |
 //! | `fetch` | one URL's job: fetch, read the page, decide, dispose, queue links | `Fetched` |
 //! | `page` | what a page offers: outlinks, directives, decoded start | `Page` |
 //! | `decide` | pure: what an answer means | `Disposition` |
-//! | `disposition` | dedup, WARC record, CDXJ line, crawl.log line | `Record` |
+//! | `disposition` | the WARC record and CDXJ line asked for, the crawl.log line | — |
+//! | `writer` | the archive thread: dedup, WARC records, rotation; replies where each went | `Record` |
 //! | `render` | pages empty without JavaScript: rendered, each browser request taken through the road | `RenderJob` |
 //! | `readback` | the browser's answers read back from the crawl's own WARC records | `Copy` |
 //! | `candidates` | which outlinks are queued (the decide rules) | `Verdict` |
@@ -40,6 +41,7 @@ mod readback;
 mod render;
 mod sched;
 mod shared;
+mod writer;
 
 use crate::config::Profile;
 use crate::logs::report::Stats;

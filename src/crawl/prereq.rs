@@ -72,7 +72,8 @@ impl Crawler {
             // A Retry-After on robots.txt (a 503, say) is the server speaking too: it sticks.
             pace = self.pace_after(origin, &f);
             let location = redirect_target(&f);
-            self.archive(origin, &candidate, &mut f, thread, Vec::new());
+            self.archive(origin, &candidate, &mut f, thread, Vec::new())
+                .await;
             self.log_unfollowed_robots_redirect(&candidate, &f);
             match location {
                 Some(target) if hop < robots::MAX_ROBOTS_REDIRECTS => {

@@ -262,11 +262,12 @@ impl Rendering {
 
 impl Crawler {
     /// Hands a page to its render task (spawned by [`render_tasks`]).
-    pub(super) fn render_later(&self, job: RenderJob) {
+    pub(super) async fn render_later(&self, job: RenderJob) {
         self.rendering.active.fetch_add(1, Ordering::SeqCst);
         if let Err(mpsc::error::SendError(job)) = self.rendering.jobs.send(job) {
             // No render loop (the crawl is ending): the page is disposed of unrendered.
-            self.finish_render(job, Err("the crawl is ending".into()));
+            self.finish_render(job, Err("the crawl is ending".into()))
+                .await;
         }
     }
 
@@ -288,20 +289,38 @@ impl Crawler {
                     .map_err(|e| e.to_string())
             }
         };
-        tokio::task::block_in_place(|| self.finish_render(job, result));
+        self.finish_render(job, result).await;
     }
 
     /// The rendered DOM's links and meta robots join the page's; the page is queued, disposed
     /// of and logged (`rendered`) as any other page.
-    fn finish_render(&self, job: RenderJob, result: Result<browser::Rendered, String>) {
+    async fn finish_render(&self, job: RenderJob, result: Result<browser::Rendered, String>) {
         let RenderJob {
             origin,
             candidate,
             mut fetched,
             page,
-            mut notes,
+            notes,
             thread,
         } = job;
+        // Reading the DOM and queueing its links is CPU work: done beside the async workers.
+        let disposition = tokio::task::block_in_place(|| {
+            self.render_disposition(&candidate, page, notes, result)
+        });
+        self.dispose(&origin, candidate, &mut fetched, thread, disposition)
+            .await;
+        self.rendering.active.fetch_sub(1, Ordering::SeqCst);
+        self.wake.notify_one();
+    }
+
+    /// Queues the page's links and the rendered DOM's, and says what becomes of the page.
+    fn render_disposition(
+        &self,
+        candidate: &Candidate,
+        page: Page,
+        mut notes: Vec<String>,
+        result: Result<browser::Rendered, String>,
+    ) -> Disposition {
         let mut directives = page.directives;
         let mut links = page.links;
         match result {
@@ -332,19 +351,16 @@ impl Crawler {
             links.retain(|l| l.hop == Hop::Embed);
         }
         if directives.follow_links() {
-            self.queue_links(&candidate, links);
+            self.queue_links(candidate, links);
         }
         self.commit();
-        let disposition = match directives.discard_reason() {
+        match directives.discard_reason() {
             Some(reason) => {
                 notes.push(reason.to_string());
                 Disposition::Discard { notes }
             }
             None => Disposition::Archive { notes },
-        };
-        self.dispose(&origin, candidate, &mut fetched, thread, disposition);
-        self.rendering.active.fetch_sub(1, Ordering::SeqCst);
-        self.wake.notify_one();
+        }
     }
 
     /// The answer to one browser request: the crawl's own record when the URL was archived

@@ -160,6 +160,14 @@ for v in per_site.values():
     if len(arr) > 1:
         rate += (len(arr) - 1) / ((arr[-1] - arr[0]) / 1e9)
 fetches_per_site = sorted(len(v) for v in per_site.values())
+# Whole-run efficiency (ideal / actual), start-up burst included: a site's k requests take at
+# best (k - 1) x 5 s from its first, and that first could leave as the crawler starts; so per
+# site ideal = (k - 1) x 5 s and actual = its last arrival - the crawler's start, summed over
+# all N sites (a site never asked counts its whole run as actual).
+whole_ideal = sum((len(v) - 1) * FLOOR for v in per_site.values())
+whole_actual = sum(max(a for a, _ in v) - start for v in per_site.values()) + (n - len(per_site)) * (stop - start)
+efficiency = whole_ideal / whole_actual if whole_actual > 0 else 0.0
+crawler_cpu_s = None
 
 # Crawler's own view, from crawl.log: start yyyyMMddHHmmssSSS+ms per URL, per host.
 crawl_gap_min = None
@@ -227,6 +235,11 @@ try:
 except OSError:
     pass
 
+# CPU per request: all the crawler's user + system time over every request the server saw.
+if "user" in t and "sys" in t and total:
+    crawler_cpu_s = t["user"] + t["sys"]
+cpu_per_request_ms = crawler_cpu_s / total * 1e3 if crawler_cpu_s is not None else None
+
 # Samples: CPU in the steady window, descriptors, RSS over time.
 rows = []
 try:
@@ -288,9 +301,9 @@ for k in sorted(set(counts) | set(slices)):
                     f"| {late[-1]:.0f} | {fds} | {others} |")
 ms = lambda ns: f"{ns / 1e6:+.1f} ms"
 worst_v = worst[0] - FLOOR if worst else None
-table = f"""| sites | run s | fetches/s (steady) | ideal/s | % of ideal | worst gap − 5 s (server clock) | real violations | crawler CPU % | peak RSS MB | other load % |
-| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
-| {n:,} | {secs} | {rate:,.1f} | {ideal:,.0f} | {rate / ideal * 100:.1f}% | {ms(worst_v) if worst else '-'} | {len(real)} | {crawler_cpu_w if crawler_cpu_w is not None else t.get('cpu_pct', 0):.0f}% | {t.get('rss_kb', 0) / 1024:.0f} | {f'{others_cpu_w:.0f}%' if others_cpu_w is not None else '-'} |"""
+table = f"""| sites | run s | whole-run efficiency | fetches/s (steady) | ideal/s | % of ideal | worst gap − 5 s (server clock) | real violations | crawler CPU % | CPU per request | peak RSS MB | other load % |
+| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
+| {n:,} | {secs} | {efficiency:.3f} | {rate:,.1f} | {ideal:,.0f} | {rate / ideal * 100:.1f}% | {ms(worst_v) if worst else '-'} | {len(real)} | {crawler_cpu_w if crawler_cpu_w is not None else t.get('cpu_pct', 0):.0f}% | {f'{cpu_per_request_ms:.3f} ms' if cpu_per_request_ms is not None else '-'} | {t.get('rss_kb', 0) / 1024:.0f} | {f'{others_cpu_w:.0f}%' if others_cpu_w is not None else '-'} |"""
 raw = f"""- requests seen by the server: {total:,} ({', '.join(f'{k}/{st}: {c:,}' for (k, st), c in sorted(kinds.items()))}; r = robots.txt, p = page, e = no request); Host header naming another site: {wrong}
 - crawl.log lines with a fetch: {log_lines:,}; crawler exit status {env['MS_RC']} (130 = stopped by SIGINT)
 - first request {(first - start) / 1e9:.2f} s after the crawler started; rate window: {warmup} s after the first request, {periods} whole 5-s periods ({win_s:.0f} s), {in_window:,} requests
@@ -300,12 +313,14 @@ raw = f"""- requests seen by the server: {total:,} ({', '.join(f'{k}/{st}: {c:,}
 - rate: sum over sites of (requests − 1) ÷ (last − first arrival) in the window = {rate:,.1f}/s; plain count of arrivals in the window ÷ its length = {count_rate:,.1f}/s ({count_rate / ideal * 100:.1f}% of ideal; counts whole waves of requests, so it can be off by a fraction of a wave); mean arrival-to-arrival cycle per site {mean_cycle:.4f} s (= 5 s + fetch time + the crawler's 5 ms margin + scheduling lateness)
 - crawler's own view (crawl.log, ms): smallest gap between one fetch's end and the next start on a host: {crawl_gap_min} ms
 - gaps below 5 s on the server clock: {violations}{(f"; {len(explained)} of them are the server logging its end late (by {min(x[2] for x in explained):.1f} to {max(x[2] for x in explained):.1f} ms after the crawler already had the whole answer; from the crawler's end the smallest such gap is {min(x[1] for x in explained) / 1e9:.4f} s)") if explained else ""}; real violations (still below 5 s from the earlier of the two ends, or unmatched): {len(real)}{f", worst {min(x[0] for x in real) / 1e6 - 5000:+.1f} ms" if real else ""}
+- whole-run efficiency (ideal / actual, the start-up burst included): Σ over sites of (requests − 1) × 5 s = {whole_ideal / 1e9:,.0f} s ÷ Σ of (last arrival − crawler start) = {whole_actual / 1e9:,.0f} s = {efficiency:.3f}
+- CPU per request: crawler user + sys {f'{crawler_cpu_s:.2f} s' if crawler_cpu_s is not None else '-'} ÷ {total:,} requests = {f'{cpu_per_request_ms:.3f} ms' if cpu_per_request_ms is not None else '-'} (the whole run: start-up, the steady state and the shutdown)
 - crawler (/usr/bin/time -v): user {t.get('user', 0):.1f} s, sys {t.get('sys', 0):.1f} s, wall {t.get('wall', 0):.1f} s, CPU {t.get('cpu_pct', 0):.0f}% over the whole run, {f'{crawler_cpu_w:.0f}%' if crawler_cpu_w is not None else '-'} in the steady window (100% = one core of 2); peak RSS {t.get('rss_kb', 0) / 1024:.0f} MB; RSS at 25/50/75/100% of the run (before SIGINT): {rss_at(0.25):.0f}/{rss_at(0.5):.0f}/{rss_at(0.75):.0f}/{rss_at(1.0):.0f} MB, {'-' if rss_growth is None else (f'growing {rss_growth:.0f} MB/min ({rss_per_100k:.0f} MB per 100,000 fetches) after the warm-up' if rss_growth > 0 else f'not growing after the warm-up ({rss_growth:.0f} MB/min)')}; context switches {t.get('vcs', 0):.0f} voluntary, {t.get('ivcs', 0):.0f} involuntary
 - crawler's main thread (the dispatcher): {f'{main_cpu_w:.0f}%' if main_cpu_w is not None else '-'} of a core in the steady window
 - machine, in the steady window, out of {os.cpu_count() * 100}%: {f'{machine_cpu_w:.0f}%' if machine_cpu_w is not None else '-'} in processes (user + system), of which {f'{others_cpu_w:.0f}%' if others_cpu_w is not None else '-'} in processes other than the crawler and the server (other jobs on a shared machine, kernel threads; this script's sampler is ~1%; ±5%); {f'{irq_cpu_w:.0f}%' if irq_cpu_w is not None else '-'} in interrupts and softirqs (mostly the loopback TCP traffic itself) and steal
 - server: {f'{server_cpu_w:.0f}%' if server_cpu_w is not None else '-'} CPU in the steady window (one thread), up to {server_fds:,} descriptors ({n:,} listening sockets)
 - priority: {f"crawler and server under nice -n {env['MS_NICE']}" if env.get('MS_NICE') else "normal (no BENCH_NICE)"}
-- threads: the crawler had up to {max_threads} at once (tokio workers, and the blocking threads its WARC writes run on)
+- threads: the crawler had up to {max_threads} at once (tokio's workers and blocking pool, the WARC writer thread)
 - descriptors: crawler up to {max_fds:,} open (limit {env['MS_FDLIMIT']}); load average before the run: {env['MS_LOAD']}"""
 doc = f"""# Many sites: {n:,} loopback sites at the 5 s floor
 
@@ -314,6 +329,9 @@ Crawler: {env.get('MS_BIN', '?')} (built {env.get('MS_BIN_TIME', '?')}); reposit
 
 {table}
 
+Whole-run efficiency: per site, (requests − 1) × 5 s ÷ (last arrival − crawler start), summed
+over the sites before dividing; 1 would be every site asked the instant the crawler started and
+every 5 s after. CPU per request: the crawler's user + system time ÷ the requests the server saw.
 Rate: requests the server received in the steady window ÷ its length; ideal = sites ÷ 5 s.
 Worst gap: min over sites and consecutive requests of (arrival − end of the previous answer),
 minus 5 s, on the server's clock; ≥ 0 means no violation. CPU %: the crawler process in the
