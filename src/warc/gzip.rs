@@ -75,9 +75,8 @@ impl MemberWriter {
             }
         }
         self.out.extend_from_slice(&self.crc.sum().to_le_bytes());
-        // ISIZE is the length modulo 2^32 (RFC 1952).
-        self.out
-            .extend_from_slice(&(self.crc.amount() as u32).to_le_bytes());
+        // ISIZE is the length modulo 2^32 (RFC 1952), as the CRC's byte count keeps it.
+        self.out.extend_from_slice(&self.crc.amount().to_le_bytes());
         self.flush(file)?;
         Ok(self.flushed)
     }
