@@ -317,8 +317,12 @@ fn crawl(path: PathBuf) -> ExitCode {
     };
     let name = profile.name.clone();
     let out = profile.output_dir.clone();
+    // The blocking pool runs name lookups (getaddrinfo) and the parsing of the rare big page.
+    // tokio's default lets it grow to 512 threads, which a start with thousands of sites would
+    // reach; each thread's allocator arena stays after it goes. 64 lookups at once is plenty.
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .max_blocking_threads(64)
         .build()
     {
         Ok(r) => r,

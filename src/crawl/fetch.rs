@@ -21,10 +21,11 @@ use crate::scope::origin_of;
 /// get the lock between two turns.
 const LINK_BATCH: usize = 256;
 
-/// A page body at least this big is parsed, and a link list longer than [`LINK_BATCH`]
-/// queued, under `block_in_place`, so the other sites' exchanges on this worker go on
-/// meanwhile. Smaller ones (nearly all) are done where they are: they take microseconds, less
-/// than handing the worker over, and each hand-over may start one more blocking thread.
+/// A page body at least this big (or compressed, so of any size once decoded: a gzip bomb is
+/// a few KB) is parsed, and a link list longer than [`LINK_BATCH`] queued, under
+/// `block_in_place`, so the other sites' exchanges on this worker go on meanwhile. Smaller
+/// ones (nearly all) are done where they are: they take microseconds, less than handing the
+/// worker over, and each hand-over may start one more blocking thread.
 const BIG_PAGE: usize = 256 * 1024;
 
 /// Runs `work` on this worker, or beside the async workers when it is `big`.
@@ -101,7 +102,10 @@ impl Crawler {
             Err(e) => return self.fetch_failed(origin, candidate, &e, retries_left, thread),
         };
         let pace = self.pace_after(origin, &f);
-        let big = f.payload.len() >= BIG_PAGE;
+        let encoded = f
+            .header("content-encoding")
+            .is_some_and(|e| !e.trim().eq_ignore_ascii_case("identity"));
+        let big = f.payload.len() >= BIG_PAGE || encoded;
         let page = cpu_work(big, || self.links_and_directives(origin, &f));
         if let Some(text) = &page.bad_location {
             self.log_bad_location(&candidate, text);
