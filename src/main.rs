@@ -310,6 +310,9 @@ mod exit {
     pub const INTERRUPTED: u8 = 130;
 }
 
+/// The fewest async worker threads a crawl runs on (see `crawl`).
+const MIN_WORKERS: usize = 4;
+
 fn crawl(path: PathBuf) -> ExitCode {
     let profile = match load(&path) {
         Ok(p) => p,
@@ -320,11 +323,16 @@ fn crawl(path: PathBuf) -> ExitCode {
     // The blocking pool runs name lookups (getaddrinfo) and the parsing of the rare big page.
     // tokio's default lets it grow to 512 threads, which a start with thousands of sites would
     // reach; each thread's allocator arena stays after it goes. 64 lookups at once is plenty.
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .max_blocking_threads(64)
-        .build()
-    {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    builder.enable_all().max_blocking_threads(64);
+    // At least four workers even on two cores: a worker waiting for the scheduler's lock (its
+    // frontier writes) stops every task queued on it, and with only two the other sites' fetches
+    // stalled for seconds at 10,000 sites. TOKIO_WORKER_THREADS, when set, decides instead.
+    if std::env::var_os("TOKIO_WORKER_THREADS").is_none() {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        builder.worker_threads(cores.max(MIN_WORKERS));
+    }
+    let runtime = match builder.build() {
         Ok(r) => r,
         Err(e) => {
             eprintln!("archiver: cannot start the async runtime: {e}");
