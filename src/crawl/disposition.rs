@@ -4,6 +4,7 @@
 
 use super::decide::Disposition;
 use super::engine::Crawler;
+use super::locks::Root;
 use super::writer::{Record, ToArchive};
 use crate::frontier::Candidate;
 use crate::net::fetch::Fetched;
@@ -13,6 +14,7 @@ impl Crawler {
     /// (finished, or queued again for a retry).
     pub(super) async fn dispose(
         &self,
+        root: &mut Root,
         origin: &str,
         c: Candidate,
         f: &mut Fetched,
@@ -21,11 +23,13 @@ impl Crawler {
     ) {
         match disposition {
             Disposition::Retry { notes } => {
-                self.log_fetched(&c, f, thread, notes);
-                return self.retry_later(origin, c);
+                return root.with(|key| {
+                    self.log_fetched(key, &c, f, thread, notes);
+                    self.retry_later(key, origin, c)
+                });
             }
             Disposition::Refused { notes } | Disposition::Discard { notes } => {
-                self.log_fetched(&c, f, thread, notes);
+                root.with(|key| self.log_fetched(key, &c, f, thread, notes));
             }
             Disposition::NotKept { notes } => {
                 // The body was never read, so nothing of it can be written.
@@ -33,11 +37,13 @@ impl Crawler {
                     "content-type": f.header("content-type"),
                     "content-length": f.header("content-length"),
                 });
-                self.log_fetched_with(&c, f, thread, notes, Some(extra));
+                root.with(|key| self.log_fetched_with(key, &c, f, thread, notes, Some(extra)));
             }
-            Disposition::Archive { notes } => self.archive(origin, &c, f, thread, notes).await,
+            Disposition::Archive { notes } => {
+                self.archive(root, origin, &c, f, thread, notes).await
+            }
         }
-        self.finished(&c.url);
+        root.with(|key| self.finished(key, &c.url));
     }
 
     /// Writes the exchange to the WARC (and so the CDXJ) and logs it: a full response, or a
@@ -48,6 +54,7 @@ impl Crawler {
     /// it, so the URL is settled only once its record is with the OS.
     pub(super) async fn archive(
         &self,
+        root: &mut Root,
         origin: &str,
         c: &Candidate,
         f: &mut Fetched,
@@ -63,18 +70,23 @@ impl Crawler {
             let w = r.written();
             serde_json::json!({ "warcFilename": w.filename, "warcFileOffset": w.offset })
         });
-        match result {
-            Ok(Record::Full(_)) => self.with_sched(|s| {
-                if let Some(site) = s.sites.get_mut(origin) {
-                    site.archived_bytes += f.payload_len;
+        root.with(|key| {
+            match result {
+                Ok(Record::Full(_)) => self.with_sched(key, |s| {
+                    if let Some(site) = s.sites.get_mut(origin) {
+                        site.archived_bytes += f.payload_len;
+                    }
+                }),
+                Ok(Record::Revisit(_)) => notes.push("duplicate:digest".to_string()),
+                Err(e) => {
+                    notes.push("warc-write-failed".to_string());
+                    self.fail(
+                        key,
+                        format!("cannot write the WARC record of {}: {e}", f.url),
+                    );
                 }
-            }),
-            Ok(Record::Revisit(_)) => notes.push("duplicate:digest".to_string()),
-            Err(e) => {
-                notes.push("warc-write-failed".to_string());
-                self.fail(format!("cannot write the WARC record of {}: {e}", f.url));
             }
-        }
-        self.log_fetched_with(c, f, thread, notes, extra);
+            self.log_fetched_with(key, c, f, thread, notes, extra);
+        });
     }
 }

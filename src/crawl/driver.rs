@@ -10,6 +10,7 @@ use tokio::sync::Semaphore;
 use url::Url;
 
 use super::engine::Crawler;
+use super::locks::{Free, Key, Root};
 use super::sched::{Clock, Job, Pace, ResolveRequest, Site, Turn};
 use super::Ended;
 use crate::config::Profile;
@@ -23,22 +24,14 @@ pub(super) async fn run(profile: Profile) -> anyhow::Result<Ended> {
     let (crawler, archived) = Crawler::open(profile, tx)?;
     let crawler = Arc::new(crawler);
     let resolver = spawn_resolver(crawler.clone(), rx);
-    let flying = match crawler.with_sched(|s| s.resume(&archived, Clock::now())) {
-        Ok(n) => n,
-        Err(e) => {
-            crawler.fail(e);
-            0
-        }
-    };
-    let new_seeds = crawler.queue_seeds();
-    if crawler.already_complete(flying, new_seeds) {
+    // The main task's root: between its steps it holds no engine lock.
+    let mut root = Root::new();
+    if !root.with(|key| crawler.begin(key, &archived)) {
         resolver.abort();
-        return crawler.leave_complete().await.map(Ended::AlreadyComplete);
-    }
-    if let Err(e) = crawler.with_journal(|j| j.runs.start()) {
-        crawler
-            .runlog
-            .line(&format!("cannot record the run: {e:#}"));
+        return crawler
+            .leave_complete(&mut root)
+            .await
+            .map(Ended::AlreadyComplete);
     }
     watch_ctrl_c(crawler.clone());
     let reports = spawn_reports(crawler.clone());
@@ -50,7 +43,7 @@ pub(super) async fn run(profile: Profile) -> anyhow::Result<Ended> {
     renders.abort();
     resolver.abort();
     reports.abort();
-    crawler.finish().await.map(Ended::Ran)
+    crawler.finish(&mut root).await.map(Ended::Ran)
 }
 
 /// The dispatcher: starts jobs as budgets become free, until nothing is left to do.
@@ -58,11 +51,12 @@ async fn dispatch(crawler: Arc<Crawler>) {
     let at_once = crawler.profile.sites_at_once;
     let slots = Arc::new(Semaphore::new(at_once));
     let threads = Arc::new(Mutex::new((1..=at_once).rev().collect::<Vec<_>>()));
+    let mut root = Root::new();
     loop {
         let Ok(permit) = slots.clone().acquire_owned().await else {
             break;
         };
-        let Some((budget, job)) = next_job(&crawler).await else {
+        let Some((budget, job)) = next_job(&crawler, &mut root).await else {
             break;
         };
         let thread = take(&threads).pop().unwrap_or(0);
@@ -70,9 +64,11 @@ async fn dispatch(crawler: Arc<Crawler>) {
         let threads = threads.clone();
         crawler.running.fetch_add(1, Ordering::SeqCst);
         tokio::spawn(async move {
-            let pace = crawler.clone().run_job_caught(job, thread).await;
+            // The job's task: it starts holding nothing.
+            let mut root = Root::new();
+            let pace = crawler.clone().run_job_caught(&mut root, job, thread).await;
             crawler.running.fetch_sub(1, Ordering::SeqCst);
-            crawler.release(&budget, pace);
+            root.with(|key| crawler.release(key, &budget, pace));
             take(&threads).push(thread);
             drop(permit);
         });
@@ -88,7 +84,7 @@ fn take(threads: &Mutex<Vec<usize>>) -> std::sync::MutexGuard<'_, Vec<usize>> {
 }
 
 /// Waits until a budget may go and returns its next job; None when the crawl is over.
-async fn next_job(crawler: &Crawler) -> Option<(String, Job)> {
+async fn next_job(crawler: &Crawler, root: &mut Root) -> Option<(String, Job)> {
     loop {
         // Created before looking: a notify_one in between is kept as a permit, not lost.
         let woken = crawler.wake.notified();
@@ -96,7 +92,8 @@ async fn next_job(crawler: &Crawler) -> Option<(String, Job)> {
             return None;
         }
         let gate = crawler.gate();
-        match crawler.with_sched(|s| s.turn(&gate, Clock::now())) {
+        let turn = root.with(|key| crawler.with_sched(key, |s| s.turn(&gate, Clock::now())));
+        match turn {
             Turn::Go(budget, job) => return Some((budget, job)),
             // A page still rendering may queue what its browser asks for.
             Turn::Over if crawler.rendering.active() > 0 => woken.await,
@@ -113,23 +110,43 @@ async fn next_job(crawler: &Crawler) -> Option<(String, Job)> {
 }
 
 impl Crawler {
+    /// Picks up what an earlier run left, queues the seeds and records the run's start; false
+    /// when an earlier run left nothing to do (then nothing is recorded).
+    fn begin(&self, key: &mut Key<Free>, archived: &super::archived::ArchivedBefore) -> bool {
+        let flying = match self.with_sched(key, |s| s.resume(archived, Clock::now())) {
+            Ok(n) => n,
+            Err(e) => {
+                self.fail(key, e);
+                0
+            }
+        };
+        let new_seeds = self.queue_seeds(key);
+        if self.already_complete(key, flying, new_seeds) {
+            return false;
+        }
+        if let Err(e) = self.with_journal(key, |j| j.runs.start()) {
+            self.runlog.line(&format!("cannot record the run: {e:#}"));
+        }
+        true
+    }
+
     /// Gives a budget back with the pause its last answer calls for, and commits the frontier.
-    fn release(&self, budget: &str, pace: Pace) {
+    fn release(&self, key: &mut Key<Free>, budget: &str, pace: Pace) {
         let due = self.progress.due();
         let active = self.running.load(Ordering::SeqCst);
-        let gauges = self.with_sched(|s| {
+        let gauges = self.with_sched(key, |s| {
             s.release(budget, pace);
             due.then(|| s.gauges(active, std::time::SystemTime::now()))
         });
         if let Some(gauges) = gauges {
-            self.with_journal(|j| self.progress.update(&j.stats, gauges));
+            self.with_journal(key, |j| self.progress.update(&j.stats, gauges));
         }
     }
 
     /// Runs a job in its own task, so that a panic inside it (a bug, or input nobody
     /// foresaw) is caught: the URL is logged `-5` with the panic message, it leaves the
     /// in-flight list, and the budget is given back — the crawl goes on.
-    async fn run_job_caught(self: Arc<Self>, job: Job, thread: usize) -> Pace {
+    async fn run_job_caught(self: Arc<Self>, root: &mut Root, job: Job, thread: usize) -> Pace {
         let (origin, robots_of, candidate) = match &job {
             Job::Robots { origin } => (origin.clone(), Some(origin.clone()), None),
             Job::Fetch { origin, candidate } => (origin.clone(), None, Some((**candidate).clone())),
@@ -140,14 +157,21 @@ impl Crawler {
             ),
         };
         let crawler = self.clone();
-        let run = tokio::spawn(async move { crawler.run_job(job, thread).await });
+        let run = tokio::spawn(async move {
+            // A task of its own, so a root of its own.
+            let mut root = Root::new();
+            crawler.run_job(&mut root, job, thread).await
+        });
         match run.await {
             Ok(pace) => pace,
             Err(e) => {
                 let message = panic_message(e);
                 self.runlog
                     .line(&format!("{origin}: a job failed unexpectedly: {message}"));
-                self.job_panicked(&origin, robots_of.as_deref(), candidate, &message, thread)
+                let (robots_of, origin) = (robots_of.as_deref(), origin.as_str());
+                root.with(|key| {
+                    self.job_panicked(key, origin, robots_of, candidate, &message, thread)
+                })
             }
         }
     }
@@ -157,6 +181,7 @@ impl Crawler {
     /// the end).
     fn job_panicked(
         &self,
+        key: &mut Key<Free>,
         origin: &str,
         robots_of: Option<&str>,
         candidate: Option<Candidate>,
@@ -164,7 +189,7 @@ impl Crawler {
         thread: usize,
     ) -> Pace {
         let error = FetchError::Other(format!("panic: {message}"));
-        let loopback = self.with_sched(|s| s.sites.get(origin).is_some_and(Site::loopback));
+        let loopback = self.with_sched(key, |s| s.sites.get(origin).is_some_and(Site::loopback));
         let mut pace = Pace {
             end: Instant::now(),
             base: politeness::delay_after(&self.profile.politeness, loopback, Duration::ZERO, None),
@@ -183,27 +208,31 @@ impl Crawler {
             })
         });
         if let Some(c) = &candidate {
-            self.log_error(c, &error, thread, Vec::new());
+            self.log_error(key, c, &error, thread, Vec::new());
         }
         match robots_of {
             Some(owner) => {
-                self.with_sched(|s| s.settle_robots(owner, origin, None, &mut pace, Clock::now()));
+                self.with_sched(key, |s| {
+                    s.settle_robots(owner, origin, None, &mut pace, Clock::now())
+                });
             }
             None => {
                 if let Some(c) = &candidate {
-                    self.finished(&c.url);
+                    self.finished(key, &c.url);
                 }
             }
         }
-        self.commit();
+        self.commit(key);
         pace
     }
 
-    async fn run_job(&self, job: Job, thread: usize) -> Pace {
+    async fn run_job(&self, root: &mut Root, job: Job, thread: usize) -> Pace {
         match job {
-            Job::Robots { origin } => self.run_robots(&origin, thread).await,
-            Job::Fetch { origin, candidate } => self.run_fetch(&origin, *candidate, thread).await,
-            Job::Chase { origin, chase } => self.robots_chain(&origin, *chase, thread).await,
+            Job::Robots { origin } => self.run_robots(root, &origin, thread).await,
+            Job::Fetch { origin, candidate } => {
+                self.run_fetch(root, &origin, *candidate, thread).await
+            }
+            Job::Chase { origin, chase } => self.robots_chain(root, &origin, *chase, thread).await,
         }
     }
 }
@@ -215,6 +244,7 @@ fn spawn_reports(crawler: Arc<Crawler>) -> tokio::task::JoinHandle<()> {
     let mut usr1 =
         tokio::signal::unix::signal(tokio::signal::unix::SignalKind::user_defined1()).ok();
     tokio::spawn(async move {
+        let mut root = Root::new();
         let mut tick = tokio::time::interval(Duration::from_secs(60));
         tick.tick().await;
         loop {
@@ -229,18 +259,23 @@ fn spawn_reports(crawler: Arc<Crawler>) -> tokio::task::JoinHandle<()> {
                     tick.tick().await;
                 }
             }
-            let (stats, saved) = crawler.with_journal(|j| {
-                j.runs.update(j.stats.this_run().0, None);
-                (j.stats.clone(), j.runs.save())
-            });
-            if let Err(e) = saved {
-                crawler
-                    .runlog
-                    .line(&format!("cannot record the run: {e:#}"));
-            }
-            crawler.write_report(&stats, false);
+            root.with(|key| crawler.report_now(key));
         }
     })
+}
+
+impl Crawler {
+    /// Brings the run book and `report.json` up to date while the crawl runs.
+    fn report_now(&self, key: &mut Key<Free>) {
+        let (stats, saved) = self.with_journal(key, |j| {
+            j.runs.update(j.stats.this_run().0, None);
+            (j.stats.clone(), j.runs.save())
+        });
+        if let Err(e) = saved {
+            self.runlog.line(&format!("cannot record the run: {e:#}"));
+        }
+        self.write_report(key, &stats, false);
+    }
 }
 
 /// First Ctrl-C (or SIGTERM): finish the exchanges in flight, close the WARC files, stop.
@@ -292,7 +327,11 @@ fn spawn_resolver(
                     tokio::time::sleep(req.after).await;
                 }
                 let answer = c.resolver.resolve(&req.host).await;
-                c.with_sched(|s| s.resolved(&req.origin, answer, Clock::now()));
+                // A lookup's task starts holding nothing.
+                let mut root = Root::new();
+                root.with(|key| {
+                    c.with_sched(key, |s| s.resolved(&req.origin, answer, Clock::now()))
+                });
             });
         }
     })

@@ -6,10 +6,11 @@
 //! - the WARC writer and the digest index belong to the archive thread
 //!   ([`ArchiveThread`](super::writer::ArchiveThread)), reached by message, not by lock.
 //!
-//! Each lock is reached only through `with_sched` or `with_journal`, which lend the
-//! data to a closure (see [`super::locks`] for how their order is kept). `with_sched` also
-//! carries out what the scheduler left in its outbox once its lock is released: that is where
-//! every dropped URL gets its crawl.log line.
+//! Each lock is reached only through `with_sched` or `with_journal`, which take the caller's
+//! `&mut Key<Free>` (it holds no engine lock) and lend the data to a closure that gets no key:
+//! the engine never holds two of its locks at once, and the types say so (see
+//! [`super::locks`]). `with_sched` also carries out what the scheduler left in its outbox once
+//! its lock is released: that is where every dropped URL gets its crawl.log line.
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -21,7 +22,7 @@ use url::Url;
 
 use super::archived::ArchivedBefore;
 use super::journal::Journal;
-use super::locks::{InJournal, InSched, Key, Ordered};
+use super::locks::{Free, InJournal, InSched, Key, Ordered, Root};
 use super::sched::{Gate, Limits, Outbox, ResolveRequest, Sched};
 use super::writer::{Archive, ArchiveThread};
 use crate::config::Profile;
@@ -193,24 +194,29 @@ impl Crawler {
 
     /// Lock 1: lends the scheduler to `f`, then (the lock released) carries out what it left
     /// to do: crawl.log lines for dropped URLs, run.log lines, name lookups, a stop, a wake-up.
-    pub(super) fn with_sched<R>(&self, f: impl FnOnce(&mut Sched) -> R) -> R {
-        let (result, out) = self.sched.with(&mut Key::none(), |s, _| {
+    pub(super) fn with_sched<R>(&self, key: &mut Key<Free>, f: impl FnOnce(&mut Sched) -> R) -> R {
+        let (result, out) = self.sched.with(key, |s, _| {
             let result = f(s);
             (result, s.take_outbox())
         });
-        self.carry_out(out);
+        self.carry_out(key, out);
         result
     }
 
-    /// Lock 3 (rank 2 was the archive's, now a thread of its own): crawl.log, the statistics, refusals.log and the run book.
-    pub(super) fn with_journal<R>(&self, f: impl FnOnce(&mut Journal) -> R) -> R {
-        self.journal.with(&mut Key::none(), |j, _| f(j))
+    /// Lock 3 (rank 2 was the archive's, now a thread of its own): crawl.log, the statistics,
+    /// refusals.log and the run book.
+    pub(super) fn with_journal<R>(
+        &self,
+        key: &mut Key<Free>,
+        f: impl FnOnce(&mut Journal) -> R,
+    ) -> R {
+        self.journal.with(key, |j, _| f(j))
     }
 
     /// The scheduler's outbox, done in the order it was filled, kind by kind.
-    fn carry_out(&self, out: Outbox) {
+    fn carry_out(&self, key: &mut Key<Free>, out: Outbox) {
         for dropped in out.drops {
-            self.log_drop(dropped);
+            self.log_drop(key, dropped);
         }
         for line in &out.notes {
             self.runlog.line(line);
@@ -223,12 +229,11 @@ impl Crawler {
             }
         }
         if lost > 0 {
-            self.sched.with(&mut Key::none(), |s, _| {
-                (0..lost).for_each(|_| s.resolve_lost())
-            });
+            self.sched
+                .with(key, |s, _| (0..lost).for_each(|_| s.resolve_lost()));
         }
         if let Some(why) = out.failure {
-            self.fail(why);
+            self.fail(key, why);
         }
         if out.wake {
             self.wake.notify_one();
@@ -254,32 +259,32 @@ impl Crawler {
     }
 
     /// Stops the crawl on a frontier failure (e.g. a full disk): the crawl can be resumed.
-    pub(super) fn fail(&self, e: impl std::fmt::Display) {
+    pub(super) fn fail(&self, key: &mut Key<Free>, e: impl std::fmt::Display) {
         tracing::error!("{e}");
         self.runlog.line(&format!("stopping: {e}"));
-        self.with_journal(|j| {
+        self.with_journal(key, |j| {
             j.fatal.get_or_insert_with(|| e.to_string());
         });
         self.stop();
     }
 
     /// Makes the frontier's changes so far durable.
-    pub(super) fn commit(&self) {
-        self.with_sched(Sched::commit);
+    pub(super) fn commit(&self, key: &mut Key<Free>) {
+        self.with_sched(key, Sched::commit);
     }
 
     /// Marks an in-flight URL finished.
-    pub(super) fn finished(&self, url: &Url) {
-        self.with_sched(|s| s.finished(url));
+    pub(super) fn finished(&self, key: &mut Key<Free>, url: &Url) {
+        self.with_sched(key, |s| s.finished(url));
     }
 
     /// Queues the seeds not seen before; returns how many.
-    pub(super) fn queue_seeds(&self) -> usize {
+    pub(super) fn queue_seeds(&self, key: &mut Key<Free>) -> usize {
         let gate = self.gate();
         let mut queued = 0;
         for seed in &self.profile.seeds {
             let seed = crate::frontier::Candidate::seed(seed.clone());
-            if self.with_sched(|s| s.seed(seed, &gate, super::sched::Clock::now())) {
+            if self.with_sched(key, |s| s.seed(seed, &gate, super::sched::Clock::now())) {
                 queued += 1;
             }
         }
@@ -287,16 +292,22 @@ impl Crawler {
     }
 
     /// Closes the files and says how the crawl ended.
-    pub(super) async fn finish(&self) -> anyhow::Result<Stats> {
+    pub(super) async fn finish(&self, root: &mut Root) -> anyhow::Result<Stats> {
         self.progress.finish();
-        self.leave_shared();
+        root.with(|key| self.leave_shared(key));
         self.archive
             .close()
             .await
             .context("cannot close the last WARC file")?;
-        let mut stats = self.with_journal(|j| j.stats.clone());
+        root.with(|key| self.sum_up(key))
+    }
+
+    /// The end of a run, its last WARC closed: the statistics, the run book, `report.json`, the
+    /// site book, run.log's last line and the WACZ.
+    fn sum_up(&self, key: &mut Key<Free>) -> anyhow::Result<Stats> {
+        let mut stats = self.with_journal(key, |j| j.stats.clone());
         let wall = SystemTime::now();
-        let (left, suspended) = self.with_sched(|s| {
+        let (left, suspended) = self.with_sched(key, |s| {
             let left = s.frontier.total_queued() as u64;
             (left, s.suspended_with_work(wall))
         });
@@ -304,22 +315,22 @@ impl Crawler {
         stats.suspended = suspended;
         stats.suspended.sort();
         stats.interrupted = self.interrupted.load(Ordering::SeqCst);
-        let outcome = match self.with_journal(|j| j.fatal.clone()) {
+        let outcome = match self.with_journal(key, |j| j.fatal.clone()) {
             Some(why) => format!("stopped: {why}"),
             None if stats.interrupted => "interrupted".to_string(),
             None if stats.no_seed_answered() => "no seed fetched".to_string(),
             None => "finished".to_string(),
         };
-        let saved = self.with_journal(|j| {
+        let saved = self.with_journal(key, |j| {
             j.runs.update(stats.this_run().0, Some(&outcome));
             j.runs.save()
         });
         if let Err(e) = saved {
             self.runlog.line(&format!("cannot record the run: {e:#}"));
         }
-        self.write_report(&stats, true);
-        stats.runs = self.with_journal(|j| j.runs.runs.clone());
-        if let Err(e) = self.with_sched(|s| s.book.save()) {
+        self.write_report(key, &stats, true);
+        stats.runs = self.with_journal(key, |j| j.runs.runs.clone());
+        if let Err(e) = self.with_sched(key, |s| s.book.save()) {
             self.runlog
                 .line(&format!("cannot save the site book: {e:#}"));
         }
@@ -332,7 +343,7 @@ impl Crawler {
             stats.suspended.len(),
             stats.left_queued
         ));
-        if let Some(why) = self.with_journal(|j| j.fatal.take()) {
+        if let Some(why) = self.with_journal(key, |j| j.fatal.take()) {
             anyhow::bail!("the crawl stopped: {why}");
         }
         // Only a crawl that ended: an interrupted one is resumed, and would pack again.
@@ -344,24 +355,31 @@ impl Crawler {
 
     /// True when an earlier run left nothing to do: nothing queued or in flight, and no seed
     /// new to the frontier (a seed added to the profile makes the crawl go on).
-    pub(super) fn already_complete(&self, in_flight: usize, new_seeds: usize) -> bool {
-        let ran_before = self.with_journal(|j| j.stats.run_base > 0);
+    pub(super) fn already_complete(
+        &self,
+        key: &mut Key<Free>,
+        in_flight: usize,
+        new_seeds: usize,
+    ) -> bool {
+        let ran_before = self.with_journal(key, |j| j.stats.run_base > 0);
         // A shared crawl is complete only when no worker has anything queued or in flight.
-        let queued = self.with_sched(Sched::left_anywhere);
+        let queued = self.with_sched(key, Sched::left_anywhere);
         ran_before && queued == 0 && in_flight == 0 && new_seeds == 0 && !self.stopped()
     }
 
     /// Ends a run that had nothing to do, touching no report: only run.log says it happened.
-    pub(super) async fn leave_complete(&self) -> anyhow::Result<Stats> {
-        self.leave_shared();
+    pub(super) async fn leave_complete(&self, root: &mut Root) -> anyhow::Result<Stats> {
+        root.with(|key| self.leave_shared(key));
         self.archive
             .close()
             .await
             .context("cannot close the WARC writer")?;
-        let stats = self.with_journal(|j| {
-            let mut stats = j.stats.clone();
-            stats.runs = j.runs.runs.clone();
-            stats
+        let stats = root.with(|key| {
+            self.with_journal(key, |j| {
+                let mut stats = j.stats.clone();
+                stats.runs = j.runs.runs.clone();
+                stats
+            })
         });
         self.runlog.line(
             "nothing to do: the crawl is already complete (reports left as they are); set \
@@ -371,12 +389,12 @@ impl Crawler {
     }
 
     /// This worker stops: with a shared frontier its leases go back at once.
-    fn leave_shared(&self) {
-        if let Err(e) = self.with_sched(Sched::leave_shared) {
+    fn leave_shared(&self, key: &mut Key<Free>) {
+        if let Err(e) = self.with_sched(key, Sched::leave_shared) {
             self.runlog
                 .line(&format!("cannot sign off the shared frontier: {e}"));
         }
-        let (calls, trips) = self.with_sched(|s| {
+        let (calls, trips) = self.with_sched(key, |s| {
             (
                 s.frontier.database_calls(),
                 s.frontier.database_round_trips(),
@@ -390,8 +408,8 @@ impl Crawler {
     }
 
     /// Writes `report.json` (atomically: a temp file, then a rename).
-    pub(super) fn write_report(&self, stats: &Stats, finished: bool) {
-        let remaining = self.with_sched(|s| {
+    pub(super) fn write_report(&self, key: &mut Key<Free>, stats: &Stats, finished: bool) {
+        let remaining = self.with_sched(key, |s| {
             let mut per_host = std::collections::BTreeMap::new();
             for origin in s.frontier.sites_with_work().unwrap_or_default() {
                 let n = s.frontier.queued(&origin) as u64;
@@ -402,7 +420,7 @@ impl Crawler {
             per_host
         });
         let mut stats = stats.clone();
-        stats.runs = self.with_journal(|j| j.runs.runs.clone());
+        stats.runs = self.with_journal(key, |j| j.runs.runs.clone());
         let json = stats.report_json(&self.profile.name, finished, &remaining);
         let path = self.profile.output_dir.join("report.json");
         let written = serde_json::to_vec_pretty(&json)

@@ -9,6 +9,8 @@ use url::Url;
 use super::candidates;
 use super::decide::{self, Disposition};
 use super::engine::Crawler;
+use super::locks::{Free, Key, Root};
+use super::page::Page;
 use super::page::{is_css, is_html};
 use super::sched::{Clock, Pace, Site};
 use crate::extract::{Hop, Outlink};
@@ -45,6 +47,7 @@ impl Crawler {
     /// address actually connected, whatever resolved it.
     pub(super) async fn fetch_on(
         &self,
+        root: &mut Root,
         origin: &str,
         candidate: &Candidate,
         referer: Option<&Url>,
@@ -52,7 +55,7 @@ impl Crawler {
     ) -> Result<Fetched, FetchError> {
         let url = &candidate.url;
         let addr = if origin_of(url) == origin {
-            self.with_sched(|s| s.target(origin, url))
+            root.with(|key| self.with_sched(key, |s| s.target(origin, url)))
                 .ok_or_else(|| FetchError::Dns("the site's address is not known".into()))?
         } else {
             let host = url
@@ -87,6 +90,7 @@ impl Crawler {
     /// Fetches a URL, decides what it means, carries that out and queues its links.
     pub(super) async fn run_fetch(
         &self,
+        root: &mut Root,
         origin: &str,
         mut candidate: Candidate,
         thread: usize,
@@ -97,38 +101,30 @@ impl Crawler {
         // Seeds have no via; a discovered URL names the page it was found on.
         let referer = candidate.via.as_ref().filter(|_| self.profile.send_referer);
         let plan = |status: u16, headers: &hyper::HeaderMap| self.body_plan(hop, status, headers);
-        let mut f = match self.fetch_on(origin, &candidate, referer, plan).await {
+        let fetched = self.fetch_on(root, origin, &candidate, referer, plan).await;
+        let mut f = match fetched {
             Ok(f) => f,
-            Err(e) => return self.fetch_failed(origin, candidate, &e, retries_left, thread),
+            Err(e) => {
+                return root.with(|key| {
+                    self.fetch_failed(key, origin, candidate, &e, retries_left, thread)
+                })
+            }
         };
-        let pace = self.pace_after(origin, &f);
-        let encoded = f
-            .header("content-encoding")
-            .is_some_and(|e| !e.trim().eq_ignore_ascii_case("identity"));
-        let big = f.payload.len() >= BIG_PAGE || encoded;
-        let page = cpu_work(big, || self.links_and_directives(origin, &f));
-        if let Some(text) = &page.bad_location {
-            self.log_bad_location(&candidate, text);
-        }
-        let rules = decide::Rules {
-            max_retries: self.profile.politeness.max_retries,
-        };
-        let decision = decide::decide(&f, &page, candidate.attempts, rules);
-        self.note_refusal(origin, &f, decision.refusal.as_deref());
-        let disposition = decision.disposition;
+        let (pace, page, disposition) =
+            root.with(|key| self.read_answer(key, origin, &candidate, &f));
         let disposition = match disposition {
             Disposition::Archive { notes } if self.rendering.wants(&candidate, &f) => {
                 // Rendered by a task of its own: this job gives its budget back now, so the
                 // page's own requests can be fetched on that budget.
-                self.render_later(super::render::RenderJob {
+                let job = super::render::RenderJob {
                     origin: origin.to_string(),
                     candidate,
                     fetched: f,
                     page,
                     notes,
                     thread,
-                })
-                .await;
+                };
+                self.render_later(root, job).await;
                 return pace;
             }
             other => other,
@@ -137,39 +133,76 @@ impl Crawler {
             disposition,
             Disposition::Retry { .. } | Disposition::Refused { .. }
         ) {
-            let follow = disposition.follows_links(&page);
-            let mut links = page.links;
-            if page.trap.is_some() {
-                // A page that repeats itself under ever-new URLs: keep it, follow none of its
-                // links but its embeds (replay needs those).
-                links.retain(|l| l.hop == Hop::Embed);
-            }
-            // Outlinks are made durable before the record is written: after a crash between
-            // the two, the page is fetched again (it was never archived) and its links are not
-            // lost; after a crash once the record is written, recovery finds the record and
-            // the page counts as done, its links already queued.
-            if follow {
-                let many = links.len() > LINK_BATCH;
-                cpu_work(many, || self.queue_links(&candidate, links));
-            }
-            self.commit();
+            root.with(|key| self.follow(key, &candidate, &disposition, page));
         }
-        self.dispose(origin, candidate, &mut f, thread, disposition)
+        self.dispose(root, origin, candidate, &mut f, thread, disposition)
             .await;
         pace
     }
 
+    /// What an answer means: the pause it calls for, what the page offers (its bad
+    /// `Location` logged, its refusal counted) and what `decide` makes of it.
+    fn read_answer(
+        &self,
+        key: &mut Key<Free>,
+        origin: &str,
+        candidate: &Candidate,
+        f: &Fetched,
+    ) -> (Pace, Page, Disposition) {
+        let pace = self.pace_after(key, origin, f);
+        let encoded = f
+            .header("content-encoding")
+            .is_some_and(|e| !e.trim().eq_ignore_ascii_case("identity"));
+        let big = f.payload.len() >= BIG_PAGE || encoded;
+        let page = cpu_work(big, || self.links_and_directives(key, origin, f));
+        if let Some(text) = &page.bad_location {
+            self.log_bad_location(key, candidate, text);
+        }
+        let rules = decide::Rules {
+            max_retries: self.profile.politeness.max_retries,
+        };
+        let decision = decide::decide(f, &page, candidate.attempts, rules);
+        self.note_refusal(key, origin, f, decision.refusal.as_deref());
+        (pace, page, decision.disposition)
+    }
+
+    /// Queues the links of a page the disposition follows (a trap page's embeds only) and
+    /// commits the frontier. Outlinks are made durable before the record is written: after a
+    /// crash between the two, the page is fetched again (it was never archived) and its links
+    /// are not lost; after a crash once the record is written, recovery finds the record and
+    /// the page counts as done, its links already queued.
+    fn follow(
+        &self,
+        key: &mut Key<Free>,
+        candidate: &Candidate,
+        disposition: &Disposition,
+        page: Page,
+    ) {
+        let follow = disposition.follows_links(&page);
+        let mut links = page.links;
+        if page.trap.is_some() {
+            // A page that repeats itself under ever-new URLs: keep it, follow none of its
+            // links but its embeds (replay needs those).
+            links.retain(|l| l.hop == Hop::Embed);
+        }
+        if follow {
+            let many = links.len() > LINK_BATCH;
+            cpu_work(many, || self.queue_links(key, candidate, links));
+        }
+        self.commit(key);
+    }
+
     /// The pause an answer calls for; a `Retry-After` also becomes the site's floor.
-    pub(super) fn pace_after(&self, origin: &str, f: &Fetched) -> Pace {
+    pub(super) fn pace_after(&self, key: &mut Key<Free>, origin: &str, f: &Fetched) -> Pace {
         let retry_after = f
             .header("retry-after")
             .and_then(|v| politeness::parse_retry_after(v, SystemTime::now()));
         if let Some(ra) = retry_after {
-            self.raise_retry_after_floor(origin, ra);
+            self.raise_retry_after_floor(key, origin, ra);
         }
         Pace {
             end: f.finished_at,
-            base: self.base_delay(origin, f),
+            base: self.base_delay(key, origin, f),
             answer: answer_of(f.status),
             retry_after,
         }
@@ -178,6 +211,7 @@ impl Crawler {
     /// No answer at all: retry later while tries remain.
     fn fetch_failed(
         &self,
+        key: &mut Key<Free>,
         origin: &str,
         candidate: Candidate,
         e: &FetchError,
@@ -187,13 +221,13 @@ impl Crawler {
         let end = Instant::now();
         if retries_left && !matches!(e, FetchError::Other(_) | FetchError::Refused(_)) {
             let note = vec![format!("retry:{}", candidate.attempts)];
-            self.log_error(&candidate, e, thread, note);
-            self.retry_later(origin, candidate);
+            self.log_error(key, &candidate, e, thread, note);
+            self.retry_later(key, origin, candidate);
         } else {
-            self.log_error(&candidate, e, thread, Vec::new());
-            self.finished(&candidate.url);
+            self.log_error(key, &candidate, e, thread, Vec::new());
+            self.finished(key, &candidate.url);
         }
-        let (loopback, floor) = self.with_sched(|s| {
+        let (loopback, floor) = self.with_sched(key, |s| {
             let site = s.sites.get(origin);
             let floor = site.map_or(Duration::ZERO, |s| s.retry_after_floor);
             (site.is_some_and(Site::loopback), floor)
@@ -210,11 +244,11 @@ impl Crawler {
 
     /// Counts a refusal (or a good answer, which resets the count) and suspends the site when
     /// it keeps refusing.
-    fn note_refusal(&self, origin: &str, f: &Fetched, marker: Option<&str>) {
+    fn note_refusal(&self, key: &mut Key<Free>, origin: &str, f: &Fetched, marker: Option<&str>) {
         let settings = &self.profile.politeness.refusals;
         let now = SystemTime::now();
         let refused = marker.is_some();
-        let noted = self.with_sched(|s| {
+        let noted = self.with_sched(key, |s| {
             // With a shared frontier the count in a row is every worker's.
             let streak = s.shared_streak(origin, refused);
             let site = s.sites.get_mut(origin)?;
@@ -238,7 +272,7 @@ impl Crawler {
         let (Some((suspended, refusals, host)), Some(marker)) = (noted, marker) else {
             return;
         };
-        self.with_journal(|j| j.refusal(&host, f, marker));
+        self.with_journal(key, |j| j.refusal(&host, f, marker));
         if let Some(until) = suspended {
             self.runlog.line(&format!(
                 "{origin}: {} refusals in a row (last: {marker}); leaving the site alone until {} \
@@ -252,14 +286,14 @@ impl Crawler {
     }
 
     /// A URL tried again later.
-    pub(super) fn retry_later(&self, origin: &str, candidate: Candidate) {
-        self.with_sched(|s| s.retry_later(origin, candidate, Clock::now()));
+    pub(super) fn retry_later(&self, key: &mut Key<Free>, origin: &str, candidate: Candidate) {
+        self.with_sched(key, |s| s.retry_later(origin, candidate, Clock::now()));
     }
 
     /// The normal pause after a fetch on this site: the politeness rules, slowed down for a
     /// site that has been suspended before.
-    fn base_delay(&self, origin: &str, f: &Fetched) -> Duration {
-        let (loopback, crawl_delay, slowdown, floor) = self.with_sched(|s| {
+    fn base_delay(&self, key: &mut Key<Free>, origin: &str, f: &Fetched) -> Duration {
+        let (loopback, crawl_delay, slowdown, floor) = self.with_sched(key, |s| {
             let site = s.sites.get(origin);
             (
                 site.is_some_and(Site::loopback),
@@ -281,8 +315,8 @@ impl Crawler {
 
     /// A `Retry-After` becomes the site's floor: the pause from then on, never lowered (a
     /// larger one raises it), kept in `state/sites.json` so a resumed crawl keeps it too.
-    fn raise_retry_after_floor(&self, origin: &str, retry_after: Duration) {
-        let raised = self.with_sched(|s| {
+    fn raise_retry_after_floor(&self, key: &mut Key<Free>, origin: &str, retry_after: Duration) {
+        let raised = self.with_sched(key, |s| {
             let site = s.sites.get_mut(origin)?;
             if retry_after <= site.retry_after_floor {
                 return None;
@@ -310,12 +344,12 @@ impl Crawler {
     /// Scope-checks and queues the outlinks of a page, a batch at a time: the seen-check and
     /// the queueing hold the state lock briefly; judging (scope, opt-out, traps) and logging
     /// what is dropped happen without it, so other sites' jobs are never held up by one page.
-    pub(super) fn queue_links(&self, parent: &Candidate, links: Vec<Outlink>) {
+    pub(super) fn queue_links(&self, key: &mut Key<Free>, parent: &Candidate, links: Vec<Outlink>) {
         let mut links = links.into_iter().peekable();
         while links.peek().is_some() {
             let batch: Vec<Outlink> = links.by_ref().take(LINK_BATCH).collect();
             // One seen-check for the whole batch (one round trip with a shared frontier).
-            let seen = self.with_sched(|s| {
+            let seen = self.with_sched(key, |s| {
                 let urls: Vec<&url::Url> = batch.iter().map(|l| &l.url).collect();
                 let new = s.frontier.mark_seen_all(&urls)?;
                 let fresh: Vec<Outlink> = batch
@@ -327,16 +361,16 @@ impl Crawler {
             });
             let fresh = match seen {
                 Ok(fresh) => fresh,
-                Err(e) => return self.fail(e),
+                Err(e) => return self.fail(key, e),
             };
             let accepted: Vec<Candidate> = fresh
                 .into_iter()
-                .filter_map(|link| self.judge(parent, link))
+                .filter_map(|link| self.judge(key, parent, link))
                 .collect();
             if accepted.is_empty() {
                 continue;
             }
-            self.with_sched(|s| {
+            self.with_sched(key, |s| {
                 let clock = Clock::now();
                 for candidate in accepted {
                     s.enqueue(candidate, clock);
@@ -347,7 +381,12 @@ impl Crawler {
 
     /// Decides one new outlink (see [`candidates::judge`]): the candidate to queue, or None,
     /// logged with the reason.
-    pub(super) fn judge(&self, parent: &Candidate, link: Outlink) -> Option<Candidate> {
+    pub(super) fn judge(
+        &self,
+        key: &mut Key<Free>,
+        parent: &Candidate,
+        link: Outlink,
+    ) -> Option<Candidate> {
         let rules = candidates::Rules {
             scope: &self.scope,
             rules: &self.rules,
@@ -357,7 +396,7 @@ impl Crawler {
         match candidates::judge(&rules, parent, link) {
             candidates::Verdict::Queue(candidate) => Some(candidate),
             candidates::Verdict::Drop(dropped) => {
-                self.log_drop(dropped);
+                self.log_drop(key, dropped);
                 None
             }
         }

@@ -6,6 +6,7 @@ use url::Url;
 
 use super::candidates::Dropped;
 use super::engine::Crawler;
+use super::locks::{Free, Key};
 use crate::frontier::Candidate;
 use crate::logs::crawllog::{status, CrawlLog, Entry};
 use crate::logs::report::Stats;
@@ -69,16 +70,18 @@ impl Journal {
 impl Crawler {
     pub(super) fn log_fetched(
         &self,
+        key: &mut Key<Free>,
         c: &Candidate,
         f: &Fetched,
         thread: usize,
         annotations: Vec<String>,
     ) {
-        self.log_fetched_with(c, f, thread, annotations, None);
+        self.log_fetched_with(key, c, f, thread, annotations, None);
     }
 
     pub(super) fn log_fetched_with(
         &self,
+        key: &mut Key<Free>,
         c: &Candidate,
         f: &Fetched,
         thread: usize,
@@ -91,24 +94,28 @@ impl Crawler {
             annotations.push(format!("excess-bytes:{}", f.excess_bytes));
         }
         let mime = f.mime();
-        self.write_log(Entry {
-            status: i32::from(f.status),
-            // A body not read (dropped on its headers) has no size or digest to show.
-            size: (!f.body_skipped).then_some(f.payload_len),
-            uri: c.url.as_str(),
-            path: &c.path,
-            via: c.via.as_ref().map(Url::as_str),
-            mime: mime.as_deref(),
-            thread,
-            fetch: Some((f.started, f.duration())),
-            digest: (!f.body_skipped).then_some(f.payload_digest.as_str()),
-            annotations,
-            extra,
-        });
+        self.write_log(
+            key,
+            Entry {
+                status: i32::from(f.status),
+                // A body not read (dropped on its headers) has no size or digest to show.
+                size: (!f.body_skipped).then_some(f.payload_len),
+                uri: c.url.as_str(),
+                path: &c.path,
+                via: c.via.as_ref().map(Url::as_str),
+                mime: mime.as_deref(),
+                thread,
+                fetch: Some((f.started, f.duration())),
+                digest: (!f.body_skipped).then_some(f.payload_digest.as_str()),
+                annotations,
+                extra,
+            },
+        );
     }
 
     pub(super) fn log_error(
         &self,
+        key: &mut Key<Free>,
         c: &Candidate,
         e: &FetchError,
         thread: usize,
@@ -116,65 +123,75 @@ impl Crawler {
     ) {
         if let FetchError::Refused(refused) = e {
             let why = crate::net::guard::Refused::ANNOTATION;
-            return self.log_dropped(c, status::OUT_OF_SCOPE, why, Some(refused.extra()));
+            return self.log_dropped(key, c, status::OUT_OF_SCOPE, why, Some(refused.extra()));
         }
-        self.write_log(Entry {
-            status: e.status(),
-            uri: c.url.as_str(),
-            path: &c.path,
-            via: c.via.as_ref().map(Url::as_str),
-            thread,
-            annotations,
-            extra: Some(serde_json::json!({ "error": e.to_string() })),
-            ..Entry::default()
-        });
+        self.write_log(
+            key,
+            Entry {
+                status: e.status(),
+                uri: c.url.as_str(),
+                path: &c.path,
+                via: c.via.as_ref().map(Url::as_str),
+                thread,
+                annotations,
+                extra: Some(serde_json::json!({ "error": e.to_string() })),
+                ..Entry::default()
+            },
+        );
     }
 
     /// The one crawl.log line of a URL the decide rules dropped.
-    pub(super) fn log_drop(&self, d: Dropped) {
-        self.log_dropped(&d.candidate, d.status, d.why, d.extra);
+    pub(super) fn log_drop(&self, key: &mut Key<Free>, d: Dropped) {
+        self.log_dropped(key, &d.candidate, d.status, d.why, d.extra);
     }
 
     /// A redirect whose `Location` is empty or no URL: logged `-7` (Heritrix's "unfetchable
     /// URI") under the text received, with the redirecting URL as the via.
-    pub(super) fn log_bad_location(&self, parent: &Candidate, text: &str) {
+    pub(super) fn log_bad_location(&self, key: &mut Key<Free>, parent: &Candidate, text: &str) {
         let uri = if text.is_empty() { "-" } else { text };
-        self.write_log(Entry {
-            status: status::UNFETCHABLE_URI,
-            uri,
-            path: &format!("{}R", parent.path),
-            via: Some(parent.url.as_str()),
-            annotations: vec!["bad-location".to_string()],
-            extra: Some(serde_json::json!({ "location": text })),
-            ..Entry::default()
-        });
+        self.write_log(
+            key,
+            Entry {
+                status: status::UNFETCHABLE_URI,
+                uri,
+                path: &format!("{}R", parent.path),
+                via: Some(parent.url.as_str()),
+                annotations: vec!["bad-location".to_string()],
+                extra: Some(serde_json::json!({ "location": text })),
+                ..Entry::default()
+            },
+        );
     }
 
-    pub(super) fn log_unfetched(&self, c: &Candidate, status: i32, why: &str) {
-        self.log_dropped(c, status, why, None);
+    pub(super) fn log_unfetched(&self, key: &mut Key<Free>, c: &Candidate, status: i32, why: &str) {
+        self.log_dropped(key, c, status, why, None);
     }
 
     /// A URL that is not fetched: its negative status, why, and what else is worth keeping.
     pub(super) fn log_dropped(
         &self,
+        key: &mut Key<Free>,
         c: &Candidate,
         status: i32,
         why: &str,
         extra: Option<serde_json::Value>,
     ) {
-        self.write_log(Entry {
-            status,
-            uri: c.url.as_str(),
-            path: &c.path,
-            via: c.via.as_ref().map(Url::as_str),
-            annotations: vec![why.to_string()],
-            extra,
-            ..Entry::default()
-        });
+        self.write_log(
+            key,
+            Entry {
+                status,
+                uri: c.url.as_str(),
+                path: &c.path,
+                via: c.via.as_ref().map(Url::as_str),
+                annotations: vec![why.to_string()],
+                extra,
+                ..Entry::default()
+            },
+        );
     }
 
-    fn write_log(&self, entry: Entry<'_>) {
-        self.with_journal(|j| j.write(&entry));
+    fn write_log(&self, key: &mut Key<Free>, entry: Entry<'_>) {
+        self.with_journal(key, |j| j.write(&entry));
         // A final line may be what a page being rendered waits for.
         self.rendering.logged(&entry);
     }

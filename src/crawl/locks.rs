@@ -1,18 +1,27 @@
 //! The engine's locks and their order.
 //!
-//! The crawl engine has three locks, always taken in one order: the scheduler, the archive,
-//! the journal. The order is in the types. Each lock has a level ([`InSched`], [`InArchive`],
-//! [`InJournal`]) and opens only with a [`Key`] of a lower level, and it lends its closure the
-//! key of its own level: inside the scheduler's closure the archive and the journal can be taken
-//! (with that key) but not the scheduler again, inside the journal's no lock can. Taking two
-//! locks the wrong way round does not compile.
+//! The crawl engine has three locks, always taken in one order: the scheduler (rank 1), the
+//! archive (rank 2), the journal (rank 3). The order is in the types:
 //!
-//! What the types cannot see is a fresh key made inside a closure: [`Key::none`] is the key of
-//! a thread holding no lock, and the `Crawler`'s own `with_*` methods start from it. Whether the
-//! thread really holds none is checked when it is made, in debug builds (all the tests).
+//! - Each lock has a level ([`InSched`], [`InArchive`], [`InJournal`]) and opens only with a
+//!   [`Key`] of a lower level, borrowed mutably for as long as the lock is held; it lends its
+//!   closure the key of its own level. Inside the scheduler's closure the archive and the
+//!   journal can be taken (with that key), inside the journal's no lock can, and no lock can be
+//!   taken twice: the key that opened it is borrowed. Either mistake does not compile.
+//! - The key of a thread holding nothing, `Key<Free>`, comes only from a [`Root`], made where
+//!   a task or thread starts holding nothing, and lent by [`Root::with`] to one synchronous
+//!   stretch. Every engine method that locks takes that `&mut Key<Free>` from its caller, so
+//!   none can be called from inside a lock's closure (the caller's key is borrowed there).
+//! - A key is not `Send` and lives only inside [`Root::with`]'s closure, so it is never held
+//!   across an `.await`; an async function takes its task's `&mut Root` instead and borrows a
+//!   key from it for each stretch that locks.
+//!
+//! What the types cannot see is a root made in the wrong place (inside a lock's closure, say):
+//! the places that make one are listed by a unit test below, and [`Root::with`] checks in
+//! debug builds (all the tests) that the thread really holds no engine lock.
 //!
 //! The data is only lent to a closure, so a guard never outlives the call and is never held
-//! across an `.await` (the closure is synchronous; a key is not `Send`).
+//! across an `.await` (the closure is synchronous).
 
 use std::cell::Cell;
 use std::marker::PhantomData;
@@ -73,15 +82,35 @@ impl<L: Level> Key<L> {
     }
 }
 
-impl Key<Free> {
-    /// The key of a thread that holds no engine lock.
-    pub(super) fn none() -> Key<Free> {
+/// Where a task or thread that holds no engine lock starts: the one source of a
+/// `Key<Free>`. A task owns its root across `.await`s (a root is `Send`, so the task can still
+/// be spawned) and borrows a key from it for each synchronous stretch that locks; the key lives
+/// only inside [`Root::with`]'s closure, so it is never held across an `.await`.
+///
+/// Made only where a task or thread begins holding nothing (the unit test
+/// `roots_are_made_only_where_a_task_starts` lists the places); neither `Clone` nor `Sync`.
+pub(super) struct Root {
+    _not_sync: PhantomData<Cell<()>>,
+}
+
+impl Root {
+    /// The root of a task or thread that starts here, holding no engine lock.
+    pub(super) fn new() -> Root {
+        Root {
+            _not_sync: PhantomData,
+        }
+    }
+
+    /// Lends `f` the key of a thread that holds no engine lock. The root is borrowed for the
+    /// call, so `f` cannot ask it again; whether the thread really holds none is checked here
+    /// in debug builds (all the tests), for a root made where it should not be.
+    pub(super) fn with<R>(&mut self, f: impl FnOnce(&mut Key<Free>) -> R) -> R {
         let held = HELD.with(Cell::get);
         debug_assert!(
             held == 0,
-            "engine lock order broken: a fresh key made while holding the lock of rank {held}"
+            "engine lock order broken: a root key taken while holding the lock of rank {held}"
         );
-        Key::new()
+        f(&mut Key::new())
     }
 }
 
@@ -114,7 +143,7 @@ impl<T, L: Level> Ordered<T, L> {
     }
 }
 
-/// Marks the thread as holding a lock of some rank until dropped (for [`Key::none`]'s check).
+/// Marks the thread as holding a lock of some rank until dropped (for [`Root::with`]'s check).
 struct Rank {
     before: u8,
 }
@@ -141,26 +170,115 @@ mod tests {
         let sched: Ordered<u32, InSched> = Ordered::new(1);
         let archive: Ordered<u32, InArchive> = Ordered::new(2);
         let journal: Ordered<u32, InJournal> = Ordered::new(3);
-        let mut key = Key::none();
-        let sum = sched.with(&mut key, |a, k| {
-            archive.with(k, |b, k| *a + *b + journal.with(k, |c, _| *c))
+        let mut root = Root::new();
+        root.with(|key| {
+            let sum = sched.with(key, |a, k| {
+                archive.with(k, |b, k| *a + *b + journal.with(k, |c, _| *c))
+            });
+            assert_eq!(sum, 6);
+            // Released: the key opens rank 1 again.
+            assert_eq!(sched.with(key, |a, _| *a), 1);
+            // A later lock may be taken alone, or skipping one between.
+            assert_eq!(journal.with(key, |c, _| *c), 3);
+            assert_eq!(sched.with(key, |_, k| journal.with(k, |c, _| *c)), 3);
         });
-        assert_eq!(sum, 6);
-        // Released: the thread holds nothing, so a fresh key may be made and rank 1 taken.
-        assert_eq!(sched.with(&mut Key::none(), |a, _| *a), 1);
-        // A later lock may be taken alone, or skipping one between.
-        assert_eq!(journal.with(&mut key, |c, _| *c), 3);
-        assert_eq!(sched.with(&mut key, |_, k| journal.with(k, |c, _| *c)), 3);
+        // The root lends a key again once the last one is gone.
+        assert_eq!(root.with(|key| archive.with(key, |b, _| *b)), 2);
+    }
+
+    #[test]
+    fn a_root_can_be_held_across_an_await_in_a_spawned_task() {
+        fn send<T: Send>(_: &T) {}
+        let task = async {
+            let mut root = Root::new();
+            tokio::task::yield_now().await;
+            root.with(|_| ());
+        };
+        send(&task);
     }
 
     #[test]
     #[cfg(debug_assertions)]
     #[should_panic(expected = "engine lock order broken")]
-    fn a_fresh_key_made_under_a_lock_panics_in_debug_builds() {
+    fn a_root_used_under_a_lock_panics_in_debug_builds() {
         let sched: Ordered<u32, InSched> = Ordered::new(1);
         let journal: Ordered<u32, InJournal> = Ordered::new(3);
-        journal.with(&mut Key::none(), |_, _| {
-            sched.with(&mut Key::none(), |_, _| ())
-        });
+        Root::new()
+            .with(|key| journal.with(key, |_, _| Root::new().with(|k| sched.with(k, |_, _| ()))));
+    }
+
+    /// The places a task or thread starts holding no engine lock: (file under `src/`, the
+    /// function that makes the root). A root made anywhere else could be made under a lock,
+    /// where its key would let the engine take its locks out of order.
+    const ROOTS: &[(&str, &str)] = &[
+        // The main task: open, begin, finish.
+        ("crawl/driver.rs", "run"),
+        // The dispatcher's loop, and each job's task it spawns.
+        ("crawl/driver.rs", "dispatch"),
+        // The inner task a job runs in (a panic in it is caught by the outer one).
+        ("crawl/driver.rs", "run_job_caught"),
+        ("crawl/driver.rs", "spawn_reports"),
+        // Each name lookup's task.
+        ("crawl/driver.rs", "spawn_resolver"),
+        // A render's task, at its end.
+        ("crawl/render.rs", "render"),
+        // Each request the browser makes, and each thing it refused.
+        ("crawl/render.rs", "fetch"),
+        ("crawl/render.rs", "refused"),
+    ];
+
+    #[test]
+    fn roots_are_made_only_where_a_task_starts() {
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut found = Vec::new();
+        for path in rust_files(&src) {
+            let text = std::fs::read_to_string(&path).unwrap();
+            let name = path
+                .strip_prefix(&src)
+                .unwrap()
+                .to_string_lossy()
+                .to_string();
+            if name == "crawl/locks.rs" {
+                continue;
+            }
+            // No other way to a key: it is made in this file alone.
+            assert!(!text.contains("Key::new("), "{name} makes a Key");
+            for (at, _) in text.match_indices("Root::new()") {
+                found.push((name.clone(), enclosing_fn(&text[..at])));
+            }
+        }
+        for (file, func) in &found {
+            assert!(
+                ROOTS.contains(&(file.as_str(), func.as_str())),
+                "{file}: `{func}` makes a Root, but is not a place where a task starts holding \
+                 nothing (see ROOTS)"
+            );
+        }
+        for root in ROOTS {
+            let listed = (root.0.to_string(), root.1.to_string());
+            assert!(found.contains(&listed), "{root:?} makes no Root any more");
+        }
+    }
+
+    /// The name of the last `fn` declared before the end of `before`.
+    fn enclosing_fn(before: &str) -> String {
+        let at = before.rfind("fn ").unwrap() + 3;
+        before[at..]
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect()
+    }
+
+    fn rust_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+        let mut files = Vec::new();
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                files.extend(rust_files(&path));
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                files.push(path);
+            }
+        }
+        files
     }
 }

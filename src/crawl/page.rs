@@ -7,6 +7,7 @@ use std::io::Read as _;
 use url::Url;
 
 use super::engine::Crawler;
+use super::locks::{Free, Key};
 use crate::extract::{self, Directives, Hop, Outlink};
 use crate::net::fetch::Fetched;
 
@@ -37,7 +38,12 @@ pub(super) struct Page {
 impl Crawler {
     /// Outlinks (HTML links and the redirect target), robots directives (meta + header), and
     /// the decoded start of an HTML body (for challenge-page markers).
-    pub(super) fn links_and_directives(&self, origin: &str, f: &Fetched) -> Page {
+    pub(super) fn links_and_directives(
+        &self,
+        key: &mut Key<Free>,
+        origin: &str,
+        f: &Fetched,
+    ) -> Page {
         let token = &self.profile.robots_token;
         let mut directives = extract::x_robots_tag(&f.header_all("x-robots-tag"), token);
         let mut links = Vec::new();
@@ -72,7 +78,7 @@ impl Crawler {
                 if self.content_traps_on {
                     let text = crate::scope::traps::visible_text(&decoded.bytes);
                     let hash = crate::scope::traps::text_hash(&text);
-                    trap = self.with_sched(|s| {
+                    trap = self.with_sched(key, |s| {
                         let traps = s.content_traps.as_mut()?;
                         traps.observe(origin, &f.url, hash)
                     });

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use url::Url;
 
 use super::engine::Crawler;
+use super::locks::{Free, Key, Root};
 use super::page::{location_of, redirect_target, Location};
 use super::sched::{Clock, Dns, Pace, RobotsChase, RobotsState, Sched};
 use crate::extract;
@@ -20,7 +21,7 @@ use crate::scope::origin_of;
 
 impl Crawler {
     /// Fetches robots.txt for a site, following up to 5 redirects and archiving every answer.
-    pub(super) async fn run_robots(&self, origin: &str, thread: usize) -> Pace {
+    pub(super) async fn run_robots(&self, root: &mut Root, origin: &str, thread: usize) -> Pace {
         let Some(url) = Url::parse(origin).ok().and_then(|u| robots::robots_url(&u)) else {
             return Pace::idle();
         };
@@ -35,7 +36,7 @@ impl Crawler {
             candidate,
             hop: 0,
         };
-        self.robots_chain(origin, chase, thread).await
+        self.robots_chain(root, origin, chase, thread).await
     }
 
     /// Fetches a robots.txt URL of `origin`'s server on that server's budget, with the
@@ -44,6 +45,7 @@ impl Crawler {
     /// of the chain settles the robots.txt of `chase.owner`.
     pub(super) async fn robots_chain(
         &self,
+        root: &mut Root,
         origin: &str,
         chase: RobotsChase,
         thread: usize,
@@ -60,21 +62,23 @@ impl Crawler {
         for hop in first..=robots::MAX_ROBOTS_REDIRECTS {
             // robots.txt is read whole and sent without a Referer.
             let read_all = |_: u16, _: &hyper::HeaderMap| BodyPlan::Read { keep: true };
-            let fetched = match self.fetch_on(origin, &candidate, None, read_all).await {
+            let fetched = self
+                .fetch_on(root, origin, &candidate, None, read_all)
+                .await;
+            let mut f = match fetched {
                 Ok(f) => f,
                 Err(e) => {
-                    self.log_error(&candidate, &e, thread, Vec::new());
+                    root.with(|key| self.log_error(key, &candidate, &e, thread, Vec::new()));
                     pace.answer = Answer::Overloaded;
                     break;
                 }
             };
-            let mut f = fetched;
-            // A Retry-After on robots.txt (a 503, say) is the server speaking too: it sticks.
-            pace = self.pace_after(origin, &f);
             let location = redirect_target(&f);
-            self.archive(origin, &candidate, &mut f, thread, Vec::new())
+            // A Retry-After on robots.txt (a 503, say) is the server speaking too: it sticks.
+            pace = root.with(|key| self.pace_after(key, origin, &f));
+            self.archive(root, origin, &candidate, &mut f, thread, Vec::new())
                 .await;
-            self.log_unfollowed_robots_redirect(&candidate, &f);
+            root.with(|key| self.log_unfollowed_robots_redirect(key, &candidate, &f));
             match location {
                 Some(target) if hop < robots::MAX_ROBOTS_REDIRECTS => {
                     let next = Candidate {
@@ -89,7 +93,9 @@ impl Crawler {
                             candidate: next,
                             hop: hop + 1,
                         };
-                        self.with_sched(|s| s.hand_off_robots(chase, Clock::now()));
+                        root.with(|key| {
+                            self.with_sched(key, |s| s.hand_off_robots(chase, Clock::now()))
+                        });
                         return pace;
                     }
                     candidate = next;
@@ -121,20 +127,22 @@ impl Crawler {
                 }
             }
         }
-        self.with_sched(|s| {
-            if let (Some((status, body)), Some((_, Verdict::Rules))) = (answer, &outcome) {
-                s.share_robots(&owner, status, body);
-            }
-            s.settle_robots(&owner, origin, outcome, &mut pace, Clock::now());
+        root.with(|key| {
+            self.with_sched(key, |s| {
+                if let (Some((status, body)), Some((_, Verdict::Rules))) = (answer, &outcome) {
+                    s.share_robots(&owner, status, body);
+                }
+                s.settle_robots(&owner, origin, outcome, &mut pace, Clock::now());
+            })
         });
         pace
     }
 
     /// A robots.txt redirect that cannot be followed (not http(s), or no URL at all) is said
     /// so in crawl.log; robots.txt then counts as unreachable.
-    fn log_unfollowed_robots_redirect(&self, parent: &Candidate, f: &Fetched) {
+    fn log_unfollowed_robots_redirect(&self, key: &mut Key<Free>, parent: &Candidate, f: &Fetched) {
         match location_of(f) {
-            Some(Location::Junk(text)) => self.log_bad_location(parent, &text),
+            Some(Location::Junk(text)) => self.log_bad_location(key, parent, &text),
             Some(Location::Target(url)) if !matches!(url.scheme(), "http" | "https") => {
                 let c = Candidate {
                     url,
@@ -142,7 +150,7 @@ impl Crawler {
                     via: Some(parent.url.clone()),
                     attempts: 0,
                 };
-                self.log_unfetched(&c, status::OUT_OF_SCOPE, "scope:scheme");
+                self.log_unfetched(key, &c, status::OUT_OF_SCOPE, "scope:scheme");
             }
             _ => {}
         }

@@ -24,6 +24,7 @@ use url::Url;
 
 use super::decide::Disposition;
 use super::engine::Crawler;
+use super::locks::{Free, Key, Root};
 use super::page::{is_html, Page};
 use super::readback::{read_back, Copy, Found, Known, Ledger, Line};
 use crate::browser::{self, Browser, BrowserAnswer, BrowserRequest, BrowserSettings, RenderMode};
@@ -262,11 +263,11 @@ impl Rendering {
 
 impl Crawler {
     /// Hands a page to its render task (spawned by [`render_tasks`]).
-    pub(super) async fn render_later(&self, job: RenderJob) {
+    pub(super) async fn render_later(&self, root: &mut Root, job: RenderJob) {
         self.rendering.active.fetch_add(1, Ordering::SeqCst);
         if let Err(mpsc::error::SendError(job)) = self.rendering.jobs.send(job) {
             // No render loop (the crawl is ending): the page is disposed of unrendered.
-            self.finish_render(job, Err("the crawl is ending".into()))
+            self.finish_render(root, job, Err("the crawl is ending".into()))
                 .await;
         }
     }
@@ -289,12 +290,19 @@ impl Crawler {
                     .map_err(|e| e.to_string())
             }
         };
-        self.finish_render(job, result).await;
+        // The render's task starts holding nothing.
+        let mut root = Root::new();
+        self.finish_render(&mut root, job, result).await;
     }
 
     /// The rendered DOM's links and meta robots join the page's; the page is queued, disposed
     /// of and logged (`rendered`) as any other page.
-    async fn finish_render(&self, job: RenderJob, result: Result<browser::Rendered, String>) {
+    async fn finish_render(
+        &self,
+        root: &mut Root,
+        job: RenderJob,
+        result: Result<browser::Rendered, String>,
+    ) {
         let RenderJob {
             origin,
             candidate,
@@ -305,9 +313,9 @@ impl Crawler {
         } = job;
         // Reading the DOM and queueing its links is CPU work: done beside the async workers.
         let disposition = tokio::task::block_in_place(|| {
-            self.render_disposition(&candidate, page, notes, result)
+            root.with(|key| self.render_disposition(key, &candidate, page, notes, result))
         });
-        self.dispose(&origin, candidate, &mut fetched, thread, disposition)
+        self.dispose(root, &origin, candidate, &mut fetched, thread, disposition)
             .await;
         self.rendering.active.fetch_sub(1, Ordering::SeqCst);
         self.wake.notify_one();
@@ -316,6 +324,7 @@ impl Crawler {
     /// Queues the page's links and the rendered DOM's, and says what becomes of the page.
     fn render_disposition(
         &self,
+        key: &mut Key<Free>,
         candidate: &Candidate,
         page: Page,
         mut notes: Vec<String>,
@@ -351,9 +360,9 @@ impl Crawler {
             links.retain(|l| l.hop == Hop::Embed);
         }
         if directives.follow_links() {
-            self.queue_links(candidate, links);
+            self.queue_links(key, candidate, links);
         }
-        self.commit();
+        self.commit(key);
         match directives.discard_reason() {
             Some(reason) => {
                 notes.push(reason.to_string());
@@ -368,6 +377,7 @@ impl Crawler {
     /// the page and its record awaited.
     async fn for_browser(
         &self,
+        root: &mut Root,
         page: &Candidate,
         req: BrowserRequest,
         until: Instant,
@@ -386,30 +396,7 @@ impl Crawler {
             Known::Settled => return refused("fetched earlier in this crawl, not archived"),
             Known::Unknown => {}
         }
-        let queued = match self.with_sched(|s| s.mark_seen(&req.url)) {
-            Ok(true) => {
-                let link = Outlink {
-                    url: req.url.clone(),
-                    hop: Hop::Embed,
-                    context: "browser",
-                };
-                match self.judge(page, link) {
-                    Some(c) => {
-                        let clock = super::sched::Clock::now();
-                        self.with_sched(|s| s.enqueue(c, clock));
-                        true
-                    }
-                    None => false,
-                }
-            }
-            // Queued or in flight (in this run, or left queued by an earlier one): its
-            // crawl.log line will come.
-            Ok(false) => true,
-            Err(e) => {
-                self.fail(e);
-                false
-            }
-        };
+        let queued = root.with(|key| self.queue_for_browser(key, page, &req.url));
         if !queued {
             // Dropped by the decide rules (and logged there, which settled it just now).
             let mut rx = rx;
@@ -425,6 +412,38 @@ impl Crawler {
             Ok(Ok(Some(found))) => self.archived_answer(&found, &req.url).await,
             Ok(_) => refused("not archived"),
             Err(_) => refused("not fetched within render_timeout"),
+        }
+    }
+}
+
+impl Crawler {
+    /// Queues a URL the browser asks for as an embed of the page, unless it is known already
+    /// (then its crawl.log line will come) or the decide rules drop it (logged there): false
+    /// when no crawl.log line is to be waited for.
+    fn queue_for_browser(&self, key: &mut Key<Free>, page: &Candidate, url: &Url) -> bool {
+        match self.with_sched(key, |s| s.mark_seen(url)) {
+            Ok(true) => {
+                let link = Outlink {
+                    url: url.clone(),
+                    hop: Hop::Embed,
+                    context: "browser",
+                };
+                match self.judge(key, page, link) {
+                    Some(c) => {
+                        let clock = super::sched::Clock::now();
+                        self.with_sched(key, |s| s.enqueue(c, clock));
+                        true
+                    }
+                    None => false,
+                }
+            }
+            // Queued or in flight (in this run, or left queued by an earlier one): its
+            // crawl.log line will come.
+            Ok(false) => true,
+            Err(e) => {
+                self.fail(key, e);
+                false
+            }
         }
     }
 }
@@ -463,11 +482,20 @@ impl browser::Fetcher for ForBrowser<'_> {
         if req.is_page || seen_key(&req.url) == seen_key(&self.page.url) {
             return self.copy.answer();
         }
-        self.crawler.for_browser(self.page, req, self.until).await
+        // Each request the browser makes is answered in a task of the browser's, apart from
+        // the render's own steps: it starts holding nothing.
+        let mut root = Root::new();
+        self.crawler
+            .for_browser(&mut root, self.page, req, self.until)
+            .await
     }
 
     fn refused(&self, url: &str, what: browser::Refusal) {
-        self.crawler.log_refused_by_browser(self.page, url, what);
+        let mut root = Root::new();
+        root.with(|key| {
+            self.crawler
+                .log_refused_by_browser(key, self.page, url, what)
+        });
     }
 }
 
@@ -475,7 +503,13 @@ impl Crawler {
     /// What the page tried and the browser refused by itself (a pop-up, a WebSocket, a POST, a
     /// service worker): never fetched, logged `-5002` (Heritrix's "blocked by a processor")
     /// as a link (a pop-up) or an embed of the page, annotated `browser:KIND`.
-    fn log_refused_by_browser(&self, page: &Candidate, url: &str, what: browser::Refusal) {
+    fn log_refused_by_browser(
+        &self,
+        key: &mut Key<Free>,
+        page: &Candidate,
+        url: &str,
+        what: browser::Refusal,
+    ) {
         let Ok(url) = Url::parse(url) else {
             return;
         };
@@ -489,7 +523,12 @@ impl Crawler {
             via: Some(page.url.clone()),
             attempts: 0,
         };
-        self.log_unfetched(&c, BROWSER_REFUSED, &format!("browser:{}", what.name()));
+        self.log_unfetched(
+            key,
+            &c,
+            BROWSER_REFUSED,
+            &format!("browser:{}", what.name()),
+        );
     }
 }
 
