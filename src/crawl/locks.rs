@@ -1,7 +1,8 @@
 //! The engine's locks and their order.
 //!
-//! The crawl engine has three locks, always taken in one order: the scheduler (rank 1), the
-//! archive (rank 2), the journal (rank 3). The order is in the types:
+//! The crawl engine has two locks, taken in one order: the scheduler (rank 1), the journal
+//! (rank 3); rank 2 was the archive's, whose WARC writer is now a thread of its own, reached by
+//! message (`super::writer`). The order is in the types:
 //!
 //! - Each lock has a level ([`InSched`], [`InArchive`], [`InJournal`]) and opens only with a
 //!   [`Key`] of a lower level, borrowed mutably for as long as the lock is held; it lends its
