@@ -130,12 +130,13 @@ impl Crawler {
         true
     }
 
-    /// Gives a budget back with the pause its last answer calls for, and commits the frontier.
+    /// Gives a budget back with the pause its last answer calls for (and commits the frontier
+    /// when `commits.rs` says).
     fn release(&self, key: &mut Key<Free>, budget: &str, pace: Pace) {
         let due = self.progress.due();
         let active = self.running.load(Ordering::SeqCst);
         let gauges = self.with_sched(key, |s| {
-            s.release(budget, pace);
+            s.release(budget, pace, active);
             due.then(|| s.gauges(active, std::time::SystemTime::now()))
         });
         if let Some(gauges) = gauges {

@@ -293,6 +293,9 @@ impl Crawler {
 
     /// Closes the files and says how the crawl ended.
     pub(super) async fn finish(&self, root: &mut Root) -> anyhow::Result<Stats> {
+        // Done-marks and retries wait for a later commit (`commits.rs`): the last ones are made
+        // durable here, so a clean end leaves nothing in flight.
+        root.with(|key| self.commit(key));
         self.progress.finish();
         root.with(|key| self.leave_shared(key));
         self.archive

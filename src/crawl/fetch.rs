@@ -135,6 +135,12 @@ impl Crawler {
         ) {
             root.with(|key| self.follow(key, &candidate, &disposition, page));
         }
+        // A record is written only once the frontier holds, committed, this URL's move to the
+        // in-flight list and its page's outlinks; the commit is shared with the other jobs at
+        // the same point (`commits.rs`). Nothing else needs to wait for it.
+        if matches!(disposition, Disposition::Archive { .. }) {
+            self.durable(root).await;
+        }
         self.dispose(root, origin, candidate, &mut f, thread, disposition)
             .await;
         pace
@@ -166,11 +172,11 @@ impl Crawler {
         (pace, page, decision.disposition)
     }
 
-    /// Queues the links of a page the disposition follows (a trap page's embeds only) and
-    /// commits the frontier. Outlinks are made durable before the record is written: after a
-    /// crash between the two, the page is fetched again (it was never archived) and its links
-    /// are not lost; after a crash once the record is written, recovery finds the record and
-    /// the page counts as done, its links already queued.
+    /// Queues the links of a page the disposition follows (a trap page's embeds only). They are
+    /// made durable before the record is written (`run_fetch`'s barrier): after a crash between
+    /// the two, the page is fetched again (it was never archived) and its links are not lost;
+    /// after a crash once the record is written, recovery finds the record and the page counts
+    /// as done, its links already queued.
     fn follow(
         &self,
         key: &mut Key<Free>,
@@ -189,7 +195,6 @@ impl Crawler {
             let many = links.len() > LINK_BATCH;
             cpu_work(many, || self.queue_links(key, candidate, links));
         }
-        self.commit(key);
     }
 
     /// The pause an answer calls for; a `Retry-After` also becomes the site's floor.

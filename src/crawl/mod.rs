@@ -24,10 +24,12 @@
 //! | `readback` | the browser's answers read back from the crawl's own WARC records | `Copy` |
 //! | `candidates` | which outlinks are queued (the decide rules) | `Verdict` |
 //! | `journal` | crawl.log, statistics, refusals.log: the one place drops are logged | — |
+//! | `commits` | when the frontier's changes are committed: one commit per group of jobs | — |
 //! | `shared` | the scheduler's side of a shared (PostgreSQL) frontier: leases, polls | — |
 
 mod archived;
 mod candidates;
+mod commits;
 mod decide;
 mod disposition;
 mod driver;

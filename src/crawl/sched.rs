@@ -14,6 +14,7 @@ use url::Url;
 
 use super::archived::ArchivedBefore;
 use super::candidates::{self, Dropped};
+use super::commits::{Barrier, Commits};
 use crate::frontier::{Candidate, Frontier, FrontierError};
 use crate::logs::crawllog::status;
 use crate::logs::report::Gauges;
@@ -260,6 +261,8 @@ pub(super) struct Sched {
     pub(super) limits: Limits,
     /// When a shared frontier was last looked at for other workers' work (`shared.rs`).
     pub(super) last_poll: Option<Instant>,
+    /// When the frontier's changes are committed (`commits.rs`).
+    commits: Commits,
     out: Outbox,
 }
 
@@ -282,6 +285,7 @@ impl Sched {
             content_traps,
             limits,
             last_poll: None,
+            commits: Commits::new(Instant::now()),
             out: Outbox::default(),
         }
     }
@@ -429,7 +433,7 @@ impl Sched {
                 self.frontier.push_retry(&site, candidate)?;
             }
         }
-        self.frontier.commit()?;
+        self.commits.commit(&mut *self.frontier, clock.now)?;
         let sites = self.frontier.sites_with_work()?;
         for origin in &sites {
             self.ensure_site(origin);
@@ -687,9 +691,10 @@ impl Sched {
         }
     }
 
-    /// Gives a budget back with the pause its last answer calls for, and commits the frontier
-    /// (a shared one writes both in one statement).
-    pub(super) fn release(&mut self, budget: &str, pace: Pace) {
+    /// Gives a budget back with the pause its last answer calls for. `running`: the jobs still
+    /// running. The frontier is committed when `Commits::after_job` says (always for a shared
+    /// one, which writes both in one statement).
+    pub(super) fn release(&mut self, budget: &str, pace: Pace, running: usize) {
         let backoff = self.backoff.entry(budget.to_string()).or_default();
         let pause = politeness::pause_after(backoff, pace.base, pace.answer, pace.retry_after);
         if backoff.is_zero() {
@@ -698,7 +703,8 @@ impl Sched {
         let more = self.budgets.get(budget).is_some_and(|l| !l.is_empty());
         // Counted from now (after the answer ended), so the stored instant is never early.
         self.give_back(budget, pause + clock_margin(pause));
-        if let Err(e) = self.frontier.commit() {
+        let now = Instant::now();
+        if let Err(e) = self.commits.after_job(&mut *self.frontier, running, now) {
             self.fail(e);
         }
         let at = pace.end + pause + clock_margin(pause);
@@ -743,7 +749,27 @@ impl Sched {
 
     /// Makes the frontier's changes so far durable.
     pub(super) fn commit(&mut self) {
-        if let Err(e) = self.frontier.commit() {
+        if let Err(e) = self.commits.commit(&mut *self.frontier, Instant::now()) {
+            self.fail(e);
+        }
+    }
+
+    /// A job whose changes must be durable before its record is written (`commits.rs`):
+    /// None when it may go on (committed now, or the frontier failed and the crawl stops).
+    pub(super) fn barrier(&mut self, running: usize, now: Instant) -> Option<Barrier> {
+        match self.commits.barrier(&mut *self.frontier, running, now) {
+            Ok(Barrier::Passed) => None,
+            Ok(wait) => Some(wait),
+            Err(e) => {
+                self.fail(e);
+                None
+            }
+        }
+    }
+
+    /// A job back from waiting at the barrier without being told of its commit.
+    pub(super) fn settle(&mut self, ticket: u64, now: Instant) {
+        if let Err(e) = self.commits.settle(&mut *self.frontier, ticket, now) {
             self.fail(e);
         }
     }

@@ -112,7 +112,7 @@ fn a_new_site_resolves_then_fetches_robots_txt_then_its_pages() {
     assert!(matches!(&job, Job::Robots { origin } if origin == SITE));
     f.robots(SITE, "User-agent: *\nDisallow:\n");
     let pace = f.pace(Duration::ZERO);
-    f.sched.release(&budget, pace);
+    f.sched.release(&budget, pace, 0);
     let (_, job) = go(f.turn());
     let Job::Fetch { candidate, .. } = job else {
         panic!("expected the seed");
@@ -130,7 +130,7 @@ fn a_released_budget_waits_out_its_pause() {
     f.robots(SITE, "");
     let pause = Duration::from_secs(5);
     let pace = f.pace(pause);
-    f.sched.release(&budget, pace);
+    f.sched.release(&budget, pace, 0);
     assert!(f.sched.take_outbox().wake, "a release wakes the dispatcher");
     let Turn::Wait(Some(at)) = f.turn() else {
         panic!("expected a wait");
@@ -153,7 +153,7 @@ fn urls_robots_txt_forbids_are_dropped_without_a_request() {
     let (budget, _) = go(f.turn());
     f.robots(SITE, "User-agent: *\nDisallow: /private/\n");
     let pace = f.pace(Duration::ZERO);
-    f.sched.release(&budget, pace);
+    f.sched.release(&budget, pace, 0);
     let (_, job) = go(f.turn());
     let Job::Fetch { candidate, .. } = job else {
         panic!("expected a fetch");
@@ -234,7 +234,7 @@ fn robots_txt_unavailable_too_often_gives_the_site_up() {
         assert!(matches!(job, Job::Robots { .. }));
         let mut pace = f.pace(Duration::ZERO);
         f.sched.settle_robots(SITE, SITE, None, &mut pace, f.clock);
-        f.sched.release(&budget, pace);
+        f.sched.release(&budget, pace, 0);
         f.clock.now += Duration::from_secs(120);
     }
     // Given up: the queued seed is dropped as a failed prerequisite, and nothing is left.
@@ -278,7 +278,7 @@ fn a_robots_txt_redirected_elsewhere_waits_for_the_other_servers_budget() {
     };
     f.sched.hand_off_robots(chase, f.clock);
     let pace = f.pace(Duration::ZERO);
-    f.sched.release(&budget, pace);
+    f.sched.release(&budget, pace, 0);
     // The owner fetches nothing while it waits; the other site resolves, then runs the chase.
     f.resolve("http://b.example");
     let (other, job) = go(f.turn());
@@ -294,7 +294,7 @@ fn a_robots_txt_redirected_elsewhere_waits_for_the_other_servers_budget() {
         &mut pace,
         clock,
     );
-    f.sched.release(&other, pace);
+    f.sched.release(&other, pace, 0);
     let (_, job) = go(f.turn());
     assert!(matches!(job, Job::Fetch { origin, .. } if origin == SITE));
 }

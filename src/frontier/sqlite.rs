@@ -6,13 +6,15 @@
 //! [`Frontier::commit`] is what the next run finds.
 //!
 //! # Durability
-//! Every change goes into one open transaction that [`Frontier::commit`] closes; the crawl
-//! commits once per finished URL, right after its WARC record is written. The database runs in
-//! WAL mode with `synchronous=NORMAL`:
+//! Every change goes into one open transaction that [`Frontier::commit`] closes. The crawl
+//! commits once per group of URLs, always before a URL's WARC record is written (so the URL's
+//! move to the in-flight list and its page's outlinks are durable first); a URL's done-mark may
+//! wait for a later commit, which recovery makes up for (see `crawl/commits.rs` for the
+//! argument). The database runs in WAL mode with `synchronous=NORMAL`:
 //! - a **process crash** (panic, SIGKILL, OOM kill) loses nothing committed: a commit has handed
-//!   its pages to the operating system before `commit` returns. What was not committed (the URL in
-//!   progress and the links found since the last commit) is rolled back, so the next run finds
-//!   the exact state of the last finished URL;
+//!   its pages to the operating system before `commit` returns. What was not committed (URLs
+//!   taken, links found and URLs finished since the last commit) is rolled back, so the next run
+//!   finds the exact state of the last commit;
 //! - a **power loss or kernel crash** can lose the commits made since the WAL was last synced
 //!   to disk, which happens at every checkpoint (every [`WAL_CHECKPOINT_PAGES`] pages of WAL,
 //!   about 40 MB; in a crawl a few hundred to a few thousand finished URLs). The database is
