@@ -29,8 +29,9 @@ pub use decode::{decode_body, decoding_reader, DecodeError, Decoded};
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::cmp::Ordering;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::{Cursor, Read};
+use std::sync::LazyLock;
 
 use lol_html::html_content::{Element, TextChunk};
 use lol_html::{ElementContentHandlers, HtmlRewriter, Selector, Settings};
@@ -565,12 +566,41 @@ fn collect_from(
 
 type Handlers<'h> = Vec<(Cow<'static, Selector>, ElementContentHandlers<'h>)>;
 
+/// The selectors of the handlers besides [`ATTR_RULES`]'.
+const OTHER_SELECTORS: &[&str] = &[
+    "link[href]",
+    "input[src]",
+    "image",
+    "[style]",
+    "style",
+    "meta[content]",
+    "base[href]",
+    "noscript",
+];
+
+/// Every handler's selector, parsed once for the whole process rather than once per page.
+static SELECTORS: LazyLock<HashMap<&'static str, Selector>> = LazyLock::new(|| {
+    let all = ATTR_RULES.iter().map(|r| r.selector);
+    all.chain(OTHER_SELECTORS.iter().copied())
+        .filter_map(|s| Some((s, s.parse::<Selector>().ok()?)))
+        .collect()
+});
+
+/// A handler's selector: the one parsed once, or (for a selector missing from the lists above)
+/// parsed now.
+fn selector(text: &str) -> Option<Cow<'static, Selector>> {
+    match SELECTORS.get(text) {
+        Some(parsed) => Some(Cow::Borrowed(parsed)),
+        None => text.parse::<Selector>().ok().map(Cow::Owned),
+    }
+}
+
 fn handlers<'h>(state: &'h RefCell<Collector>, scope: Scope<'h>) -> Handlers<'h> {
     let mut list: Handlers<'h> = Vec::new();
-    let mut add = |selector: &str, handler: ElementContentHandlers<'h>| {
+    let mut add = |text: &str, handler: ElementContentHandlers<'h>| {
         // The selectors are constants known to parse; a failure would only lose that rule.
-        if let Ok(selector) = selector.parse::<Selector>() {
-            list.push((Cow::Owned(selector), handler));
+        if let Some(selector) = selector(text) {
+            list.push((selector, handler));
         }
     };
     for rule in ATTR_RULES {

@@ -742,3 +742,18 @@ fn decode_cap_stops_bombs() {
     let d = decode_body(None, &b"123456"[..], 0);
     assert_eq!((d.bytes.len(), d.capped), (0, true));
 }
+
+#[test]
+fn every_handler_selector_is_parsed_once_up_front() {
+    // A selector missing from the lists would be parsed again for every page.
+    let texts: Vec<&str> = ATTR_RULES
+        .iter()
+        .map(|r| r.selector)
+        .chain(OTHER_SELECTORS.iter().copied())
+        .collect();
+    assert_eq!(SELECTORS.len(), texts.len(), "a selector did not parse");
+    let state = RefCell::new(Collector::with_limit(10));
+    let list = handlers(&state, Scope::Document { agent_token: AGENT });
+    assert_eq!(list.len(), texts.len(), "a handler has no listed selector");
+    assert!(list.iter().all(|(s, _)| matches!(s, Cow::Borrowed(_))));
+}
