@@ -189,6 +189,39 @@ pub(super) struct ResolveRequest {
     pub(super) after: Duration,
 }
 
+/// The sites of one budget that have work, served in turn. Membership is kept in a set beside
+/// the order, so queueing a link costs no walk over the budget's sites (one address may serve
+/// thousands of them).
+#[derive(Debug, Default)]
+struct RoundRobin {
+    order: VecDeque<String>,
+    members: HashSet<String>,
+}
+
+impl RoundRobin {
+    /// Adds a site at the end, unless it is in the round already.
+    fn push(&mut self, origin: &str) {
+        if !self.members.contains(origin) {
+            self.members.insert(origin.to_string());
+            self.order.push_back(origin.to_string());
+        }
+    }
+
+    fn pop(&mut self) -> Option<String> {
+        let origin = self.order.pop_front()?;
+        self.members.remove(&origin);
+        Some(origin)
+    }
+
+    fn len(&self) -> usize {
+        self.order.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.order.is_empty()
+    }
+}
+
 /// What the scheduler leaves for the engine to do once the lock is released.
 #[derive(Debug, Default)]
 pub(super) struct Outbox {
@@ -244,7 +277,7 @@ pub(super) enum Turn {
 pub(super) struct Sched {
     sched: Scheduler<String>,
     /// Per budget, the origins that have work, served round-robin.
-    budgets: HashMap<String, VecDeque<String>>,
+    budgets: HashMap<String, RoundRobin>,
     /// Per budget, its current backoff pause (see `politeness::pause_after`).
     pub(super) backoff: HashMap<String, Duration>,
     pub(super) sites: HashMap<String, Site>,
@@ -458,14 +491,18 @@ impl Sched {
         if site.refusals.suspended(clock.wall) {
             return; // comes back when its time away is over (see `wake_suspended`)
         }
-        let Some(budget) = site.budget.clone() else {
+        let Some(budget) = site.budget.as_ref() else {
             return; // scheduled once its name is resolved
         };
-        let list = self.budgets.entry(budget.clone()).or_default();
-        if !list.iter().any(|o| o == origin) {
-            list.push_back(origin.to_string());
+        match self.budgets.get_mut(budget) {
+            Some(list) => list.push(origin),
+            None => {
+                let mut list = RoundRobin::default();
+                list.push(origin);
+                self.budgets.insert(budget.clone(), list);
+            }
         }
-        self.sched.has_work(&budget, clock.now);
+        self.sched.has_work(budget, clock.now);
         self.out.wake = true;
     }
 
@@ -548,7 +585,7 @@ impl Sched {
     /// URLs that robots.txt forbids are dropped here, costing no request.
     pub(super) fn take_job(&mut self, budget: &str, gate: &Gate<'_>, clock: Clock) -> Option<Job> {
         loop {
-            let origin = self.budgets.get_mut(budget)?.pop_front()?;
+            let origin = self.budgets.get_mut(budget)?.pop()?;
             if !self.has_work(&origin) {
                 continue; // the site ran out of work: it leaves the round-robin
             }
@@ -684,9 +721,7 @@ impl Sched {
     fn requeue_origin(&mut self, budget: &str, origin: &str) {
         if self.has_work(origin) {
             if let Some(list) = self.budgets.get_mut(budget) {
-                if !list.iter().any(|o| o == origin) {
-                    list.push_back(origin.to_string());
-                }
+                list.push(origin);
             }
         }
     }
@@ -723,7 +758,7 @@ impl Sched {
                     .is_some_and(|s| s.refusals.suspended(wall))
             })
             .count();
-        let waiting: usize = self.budgets.values().map(VecDeque::len).sum();
+        let waiting: usize = self.budgets.values().map(RoundRobin::len).sum();
         Gauges {
             active,
             waiting: waiting.saturating_sub(active),

@@ -10,6 +10,13 @@
 //! 3. pop: the sites round-robin, one URL at a time, each popped then marked done, a commit
 //!    every 100 URLs, until nothing is queued.
 //!
+//!
+//! `cargo bench --bench frontier -- --crawl N`: the crawl's own pattern instead, N URLs: pop one
+//! URL (sites round-robin), seen-check and queue the 5 new links its page found, mark it done;
+//! committed twice per URL (after the links and at the job's end: the crawl before group
+//! commits), once per URL, or once per group of 4 or 16 URLs (`crawl/commits.rs`). Reported: CPU
+//! microseconds and bytes written per URL for each.
+//!
 //! Reported: URLs/s of each phase, the database size on disk, and the peak resident memory of
 //! the process (VmHWM from /proc/self/status) after the enqueue (all N queued) and at the end.
 
@@ -17,7 +24,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use archiver::frontier::sqlite::{CrawlIdentity, SqliteFrontier};
-use archiver::frontier::Frontier;
+use archiver::frontier::{Candidate, Frontier};
+use url::Url;
 
 mod frontier_urls;
 use frontier_urls::{candidate, cpu_s, mix, origin, COMMIT_EVERY, SITES};
@@ -68,15 +76,18 @@ fn parse_count(s: &str) -> Option<u64> {
 struct Args {
     n: u64,
     dir: Option<PathBuf>,
+    crawl: bool,
 }
 
 fn args() -> Result<Args, String> {
     let mut n = None;
     let mut dir = None;
+    let mut crawl = false;
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         match a.as_str() {
             "--bench" => {} // added by `cargo bench`
+            "--crawl" => crawl = true,
             "--dir" => dir = Some(PathBuf::from(it.next().ok_or("--dir needs a folder")?)),
             _ => n = Some(parse_count(&a).ok_or(format!("not a URL count: {a}"))?),
         }
@@ -84,6 +95,7 @@ fn args() -> Result<Args, String> {
     Ok(Args {
         n: n.unwrap_or(1_000_000),
         dir,
+        crawl,
     })
 }
 
@@ -91,9 +103,96 @@ fn fail(what: &str) -> impl FnOnce(archiver::frontier::FrontierError) -> String 
     move |e| format!("{what}: {e}")
 }
 
+/// Links found on each page of the crawl pattern.
+const LINKS_PER_PAGE: u64 = 5;
+
+/// The crawl pattern (see the module documentation) with a commit every `group` URLs (0: twice
+/// per URL). Returns CPU seconds and bytes written.
+fn crawl_pattern(dir: &Path, n: u64, group: u64) -> Result<(f64, u64), String> {
+    let id = CrawlIdentity {
+        name: "frontier-bench".into(),
+        seeds: vec![origin(0) + "/"],
+    };
+    let mut f = SqliteFrontier::open(dir, &id).map_err(|e| e.to_string())?;
+    let parse = |s: &str| Url::parse(s).map_err(|e| format!("{s}: {e}"));
+    let sites: Vec<String> = (0..SITES).map(origin).collect();
+    for site in &sites {
+        let seed = Candidate::seed(parse(&format!("{site}/"))?);
+        f.mark_seen(&seed.url).map_err(fail("seen-check"))?;
+        f.push(site, seed).map_err(fail("push"))?;
+    }
+    f.commit().map_err(fail("commit"))?;
+    let (cpu0, w0) = (cpu_s(), written());
+    let mut next_link = 0u64;
+    for i in 0..n {
+        let site = &sites[(i % SITES) as usize];
+        let Some(page) = f.pop(site).map_err(fail("pop"))? else {
+            return Err(format!("{site} ran out of URLs"));
+        };
+        let mut links = Vec::new();
+        for _ in 0..LINKS_PER_PAGE {
+            let h = mix(next_link);
+            next_link += 1;
+            links.push(parse(&format!("{site}/s{}/{h:016x}.html", h % 50))?);
+        }
+        let refs: Vec<&Url> = links.iter().collect();
+        let new = f.mark_seen_all(&refs).map_err(fail("seen-check"))?;
+        for (url, new) in links.iter().zip(new) {
+            if new {
+                let c = Candidate {
+                    url: url.clone(),
+                    path: format!("{}L", page.path),
+                    via: Some(page.url.clone()),
+                    attempts: 0,
+                };
+                f.push(site, c).map_err(fail("push"))?;
+            }
+        }
+        if group == 0 {
+            f.commit().map_err(fail("commit"))?;
+        }
+        f.done(&page.url).map_err(fail("done"))?;
+        if group == 0 || (i + 1).is_multiple_of(group) {
+            f.commit().map_err(fail("commit"))?;
+        }
+    }
+    f.commit().map_err(fail("commit"))?;
+    Ok((cpu_s() - cpu0, written() - w0))
+}
+
+fn run_crawl_pattern(n: u64) -> Result<(), String> {
+    println!("frontier bench, the crawl's pattern: {n} URLs over {SITES} sites, {LINKS_PER_PAGE} new links each");
+    println!();
+    println!("| commits | CPU per URL | written per URL |");
+    println!("| --- | ---: | ---: |");
+    for (label, group) in [
+        ("2 per URL (before)", 0),
+        ("1 per URL", 1),
+        ("1 per 4 URLs", 4),
+        ("1 per 16 URLs", 16),
+    ] {
+        let tmp = tempfile::tempdir().map_err(|e| format!("temporary folder: {e}"))?;
+        let (cpu, w) = crawl_pattern(&tmp.path().join("state"), n, group)?;
+        println!(
+            "| {label} | {:.1} µs | {:.1} KiB |",
+            cpu / n as f64 * 1e6,
+            w as f64 / n as f64 / 1024.0
+        );
+        println!(
+            "RESULT crawl group={group} cpu_us_per_url={:.1} written_kib_per_url={:.1}",
+            cpu / n as f64 * 1e6,
+            w as f64 / n as f64 / 1024.0
+        );
+    }
+    Ok(())
+}
+
 fn run() -> Result<(), String> {
     let args = args()?;
     let n = args.n;
+    if args.crawl {
+        return run_crawl_pattern(n);
+    }
     let tmp;
     let dir = match &args.dir {
         Some(d) => d.clone(),
