@@ -13,7 +13,14 @@
 
 use std::cell::RefCell;
 
-use lol_html::{doc_text, element, text, HtmlRewriter, Settings};
+use std::borrow::Cow;
+use std::sync::LazyLock;
+
+use lol_html::html_content::Element;
+use lol_html::{doc_text, ElementContentHandlers, HtmlRewriter, Selector, Settings};
+
+/// An element handler of the rule.
+type ElementHandler<'h> = dyn FnMut(&mut Element<'_, '_>) -> lol_html::HandlerResult + 'h;
 use url::Url;
 
 /// Visible characters below which a page counts as empty.
@@ -43,6 +50,32 @@ const APP_ATTRS: &[&str] = &[
     "ng-version",
     "data-v-app",
 ];
+
+/// The rule's selectors, parsed once for the process rather than once per page (the rule looks
+/// at every HTML page of a crawl that may render). Indexes into [`SELECTORS`]:
+const SCRIPT: usize = 0;
+const NOSCRIPT: usize = 1;
+const APP: usize = 2;
+const LINK: usize = 3;
+const STYLE: usize = 4;
+const TITLE: usize = 5;
+const TEMPLATE: usize = 6;
+
+static SELECTORS: LazyLock<Vec<Option<Selector>>> = LazyLock::new(|| {
+    [
+        "script",
+        "noscript",
+        "app-root, [ng-app], [data-ng-app], [data-reactroot], [ng-version], [data-v-app], [id]",
+        "a[href], area[href]",
+        "style",
+        "title",
+        "template",
+    ]
+    .iter()
+    // Constants known to parse (a unit test checks each); a failure would only lose that part.
+    .map(|s| s.parse().ok())
+    .collect()
+});
 
 /// What the rule saw on a page, and its answer.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -74,40 +107,49 @@ pub fn looks_empty(html: &[u8], page: &Url) -> Emptiness {
             *hidden_chars.borrow_mut() += visible_len(t.as_str());
             Ok(())
         };
+        let script = |_: &mut Element<'_, '_>| {
+            seen.borrow_mut().scripts += 1;
+            Ok(())
+        };
+        let noscript = |_: &mut Element<'_, '_>| {
+            seen.borrow_mut().noscript = true;
+            Ok(())
+        };
+        let app = |el: &mut Element<'_, '_>| {
+            let by_id = el
+                .get_attribute("id")
+                .is_some_and(|id| APP_IDS.contains(&id.trim().to_ascii_lowercase().as_str()));
+            let by_attr = APP_ATTRS.iter().any(|a| el.has_attribute(a));
+            if by_id || by_attr || el.tag_name() == "app-root" {
+                seen.borrow_mut().app_root = true;
+            }
+            Ok(())
+        };
+        let link = |el: &mut Element<'_, '_>| {
+            if let Some(href) = el.get_attribute("href") {
+                if same_site(page, &href) {
+                    seen.borrow_mut().site_links += 1;
+                }
+            }
+            Ok(())
+        };
+        let on = |i: usize| SELECTORS.get(i)?.as_ref().map(Cow::Borrowed);
+        let element = |i: usize, h| Some((on(i)?, ElementContentHandlers::default().element(h)));
+        let hidden =
+            |i: usize| Some((on(i)?, ElementContentHandlers::default().text(count_hidden)));
+        let handlers = [
+            element(SCRIPT, Box::new(script) as Box<ElementHandler<'_>>),
+            element(NOSCRIPT, Box::new(noscript)),
+            element(APP, Box::new(app)),
+            element(LINK, Box::new(link)),
+            hidden(SCRIPT),
+            hidden(STYLE),
+            hidden(NOSCRIPT),
+            hidden(TITLE),
+            hidden(TEMPLATE),
+        ];
         let settings = Settings {
-            element_content_handlers: vec![
-                element!("script", |_| {
-                    seen.borrow_mut().scripts += 1;
-                    Ok(())
-                }),
-                element!("noscript", |_| {
-                    seen.borrow_mut().noscript = true;
-                    Ok(())
-                }),
-                element!("app-root, [ng-app], [data-ng-app], [data-reactroot], [ng-version], [data-v-app], [id]", |el| {
-                    let by_id = el
-                        .get_attribute("id")
-                        .is_some_and(|id| APP_IDS.contains(&id.trim().to_ascii_lowercase().as_str()));
-                    let by_attr = APP_ATTRS.iter().any(|a| el.has_attribute(a));
-                    if by_id || by_attr || el.tag_name() == "app-root" {
-                        seen.borrow_mut().app_root = true;
-                    }
-                    Ok(())
-                }),
-                element!("a[href], area[href]", |el| {
-                    if let Some(href) = el.get_attribute("href") {
-                        if same_site(page, &href) {
-                            seen.borrow_mut().site_links += 1;
-                        }
-                    }
-                    Ok(())
-                }),
-                text!("script", count_hidden),
-                text!("style", count_hidden),
-                text!("noscript", count_hidden),
-                text!("title", count_hidden),
-                text!("template", count_hidden),
-            ],
+            element_content_handlers: handlers.into_iter().flatten().collect(),
             document_content_handlers: vec![doc_text!(|t| {
                 *all_chars.borrow_mut() += visible_len(t.as_str());
                 Ok(())
@@ -154,6 +196,12 @@ fn same_site(page: &Url, href: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_selector_of_the_rule_parses() {
+        assert_eq!(SELECTORS.len(), TEMPLATE + 1);
+        assert!(SELECTORS.iter().all(Option::is_some));
+    }
 
     fn page() -> Url {
         Url::parse("http://example.test/app/").unwrap()

@@ -202,8 +202,9 @@ pub fn seen_key(url: &Url) -> String {
 pub struct FrontierError(pub String);
 
 /// What the crawl loop needs from a frontier. Writes may be buffered in an open transaction
-/// until `commit`; the crawl commits once per finished URL (after its WARC record is written),
-/// so after a crash the store holds exactly the state of the last finished URL.
+/// until `commit`; the crawl commits before each WARC record is written (one commit may cover
+/// several URLs: `crawl/commits.rs`), so after a crash the store holds the state of the last
+/// commit, and a URL archived since is found in the WARCs on resume.
 pub trait Frontier: Send {
     /// Records the URL as seen; true when it was not seen before.
     fn mark_seen(&mut self, url: &Url) -> Result<bool, FrontierError>;

@@ -43,7 +43,7 @@
 //!   (`http://host/...`), and a crawl adds the links of one site at a time.
 //! - `flight(key, site, url, path, via, attempts)`: candidates popped but not yet finished.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -168,8 +168,9 @@ pub struct SqliteFrontier {
     /// Origins whose row is dirty, so `commit` does not walk every site.
     dirty: Vec<String>,
     total: usize,
-    /// Rows in `flight`, so `push` and `done` skip the delete when nothing is in flight.
-    flying: usize,
+    /// The keys of the rows in `flight` (a few thousand at most: the URLs being fetched), so
+    /// queueing a link, which may not be in flight, costs no delete that finds nothing.
+    flying: HashSet<String>,
     /// A transaction is open (changes since the last commit).
     in_tx: bool,
     /// Set by the first failed change: the transaction was rolled back and the in-memory counters
@@ -321,7 +322,7 @@ impl SqliteFrontier {
             sites: HashMap::new(),
             dirty: Vec::new(),
             total: 0,
-            flying: 0,
+            flying: HashSet::new(),
             in_tx: false,
             broken: None,
         };
@@ -360,10 +361,11 @@ impl SqliteFrontier {
             self.sites.insert(origin, site);
         }
         drop(stmt);
-        let flying: i64 = self
-            .conn
-            .query_row("SELECT count(*) FROM flight", [], |r| r.get(0))?;
-        self.flying = count(flying);
+        let mut stmt = self.conn.prepare("SELECT key FROM flight")?;
+        let keys = stmt.query_map([], |r| r.get::<_, String>(0))?;
+        for key in keys {
+            self.flying.insert(key?);
+        }
         Ok(())
     }
 
@@ -456,13 +458,12 @@ impl SqliteFrontier {
 
     /// Takes a URL off the in-flight list (if it is there).
     fn land(&mut self, key: &str) -> Result<(), FrontierError> {
-        if self.flying > 0 {
-            let n = self.exec(
+        if self.flying.remove(key) {
+            self.exec(
                 "cannot update the in-flight list",
                 "DELETE FROM flight WHERE key = ?1",
                 [key],
             )?;
-            self.flying -= n.min(self.flying);
         }
         Ok(())
     }
@@ -562,7 +563,7 @@ impl SqliteFrontier {
                 i64::from(c.attempts)
             ],
         )?;
-        self.flying += 1;
+        self.flying.insert(key);
         if let Some(s) = self.site_mut(site) {
             if kind == 0 {
                 s.pages -= 1;

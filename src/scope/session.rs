@@ -32,9 +32,13 @@ use url::Url;
 pub(crate) fn strip_session_ids(url: &Url) -> Url {
     let mut out = url.clone();
     let path = url.path();
-    let stripped_path = strip_path_sessions(path);
-    if stripped_path != path {
-        out.set_path(&stripped_path);
+    // Every path form starts a segment with `(` or holds a `;`: without either there is
+    // nothing to strip (and no segment list to build, for the many URLs of every page).
+    if path.contains(['(', ';']) {
+        let stripped_path = strip_path_sessions(path);
+        if stripped_path != path {
+            out.set_path(&stripped_path);
+        }
     }
     if let Some(query) = url.query() {
         let stripped = strip_query_sessions(query);
