@@ -273,6 +273,17 @@ pub(super) enum Turn {
     Over,
 }
 
+/// What the dispatcher is doing, as far as the scheduler knows (the last `turn` it asked).
+#[derive(Debug, Clone, Copy)]
+enum Dispatcher {
+    /// Starting a job; it asks again right after.
+    Busy,
+    /// Asleep until this instant (or until woken).
+    Until(Instant),
+    /// Asleep until woken.
+    UntilWoken,
+}
+
 /// Everything behind the scheduler lock.
 pub(super) struct Sched {
     sched: Scheduler<String>,
@@ -296,6 +307,8 @@ pub(super) struct Sched {
     pub(super) last_poll: Option<Instant>,
     /// When the frontier's changes are committed (`commits.rs`).
     commits: Commits,
+    /// What the dispatcher was last told by `turn`.
+    dispatcher: Dispatcher,
     out: Outbox,
 }
 
@@ -319,6 +332,7 @@ impl Sched {
             limits,
             last_poll: None,
             commits: Commits::new(Instant::now()),
+            dispatcher: Dispatcher::Busy,
             out: Outbox::default(),
         }
     }
@@ -502,12 +516,27 @@ impl Sched {
                 self.budgets.insert(budget.clone(), list);
             }
         }
-        self.sched.has_work(budget, clock.now);
-        self.out.wake = true;
+        // A budget already waiting in the scheduler, or busy (its release wakes the
+        // dispatcher), changes nothing the dispatcher waits for: a page's links are queued
+        // while its own budget is busy, so this saves a wake-up per page.
+        if self.sched.has_work(budget, clock.now) {
+            self.out.wake = true;
+        }
     }
 
-    /// The dispatcher's question: which job may run now, or how long to wait.
+    /// The dispatcher's question: which job may run now, or how long to wait. The answer is
+    /// remembered, so a release that cannot change it does not wake the dispatcher.
     pub(super) fn turn(&mut self, gate: &Gate<'_>, clock: Clock) -> Turn {
+        let turn = self.next_turn(gate, clock);
+        self.dispatcher = match &turn {
+            Turn::Go(..) => Dispatcher::Busy,
+            Turn::Wait(Some(at)) => Dispatcher::Until(*at),
+            Turn::Wait(None) | Turn::Over => Dispatcher::UntilWoken,
+        };
+        turn
+    }
+
+    fn next_turn(&mut self, gate: &Gate<'_>, clock: Clock) -> Turn {
         loop {
             self.poll_shared(clock);
             let back = self.wake_suspended(clock);
@@ -744,7 +773,13 @@ impl Sched {
         }
         let at = pace.end + pause + clock_margin(pause);
         self.sched.release(&budget.to_string(), at, more);
-        self.out.wake = true;
+        // A dispatcher asleep until before this budget's next turn wakes in time anyway (the
+        // pause is seconds at the real floor). A shared frontier's dispatcher is always woken:
+        // other workers' budgets are not in this scheduler.
+        let in_time = matches!(self.dispatcher, Dispatcher::Until(t) if t <= at);
+        if self.frontier.shared() || !in_time {
+            self.out.wake = true;
+        }
     }
 
     /// Where the sites stand, for the progress line.

@@ -145,6 +145,56 @@ fn a_released_budget_waits_out_its_pause() {
 }
 
 #[test]
+fn the_dispatcher_is_woken_only_when_its_wait_may_change() {
+    let mut f = Fixture::new(100);
+    for (site, ip) in [
+        ("http://a.example", "127.0.0.1"),
+        ("http://b.example", "127.0.0.2"),
+    ] {
+        f.seed(&format!("{site}/"));
+        f.seed(&format!("{site}/2"));
+        let out = f.sched.take_outbox();
+        assert_eq!(out.resolve.len(), 1, "one lookup asked for");
+        f.sched.resolved(site, Ok(ip.parse().unwrap()), f.clock);
+    }
+    let (a, _) = go(f.turn());
+    let (b, _) = go(f.turn());
+    assert_ne!(a, b, "two addresses, two budgets");
+    f.robots("http://a.example", "");
+    f.robots("http://b.example", "");
+    // `a` goes back with a pause: the dispatcher, last seen starting jobs, is woken.
+    f.sched.take_outbox();
+    f.sched.release(&a, f.pace(Duration::from_secs(5)), 1);
+    assert!(f.sched.take_outbox().wake);
+    let Turn::Wait(Some(until)) = f.turn() else {
+        panic!("expected a wait for a");
+    };
+    // A link found while `b` is busy changes nothing the dispatcher waits for.
+    let link = Candidate::seed(Url::parse("http://b.example/3").unwrap());
+    f.sched.enqueue(link, f.clock);
+    assert!(
+        !f.sched.take_outbox().wake,
+        "a busy budget's new work wakes nobody"
+    );
+    // `b` comes back due after the dispatcher wakes anyway: no wake-up.
+    f.sched.release(&b, f.pace(Duration::from_secs(10)), 0);
+    assert!(
+        !f.sched.take_outbox().wake,
+        "asleep until a's turn, before b's"
+    );
+    // `a` runs; then it comes back due before `b`, the instant the dispatcher now waits for.
+    f.clock.now = until;
+    let (again, _) = go(f.turn());
+    assert_eq!(again, a);
+    assert!(matches!(f.turn(), Turn::Wait(Some(_))));
+    f.sched.release(&a, f.pace(Duration::ZERO), 0);
+    assert!(
+        f.sched.take_outbox().wake,
+        "due before the dispatcher would look"
+    );
+}
+
+#[test]
 fn urls_robots_txt_forbids_are_dropped_without_a_request() {
     let mut f = Fixture::new(100);
     f.seed("http://a.example/private/x");

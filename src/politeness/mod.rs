@@ -318,21 +318,28 @@ pub enum Next<K> {
 }
 
 impl<K: Clone + Eq + Hash + Ord> Scheduler<K> {
-    /// Says that `key` has work. A budget that is busy or already queued is left alone.
-    pub fn has_work(&mut self, key: &K, now: Instant) {
-        let budget = self.budgets.entry(key.clone()).or_insert(Budget {
-            next_at: now,
-            busy: false,
-            generation: 0,
-            queued: false,
-        });
+    /// Says that `key` has work. A budget that is busy or already queued is left alone; true
+    /// when the budget was queued by this call (so whoever waits for the next budget may have
+    /// to look again).
+    pub fn has_work(&mut self, key: &K, now: Instant) -> bool {
+        // Looked up before inserting: most calls are for a known budget, and need no key copy.
+        let budget = match self.budgets.get_mut(key) {
+            Some(b) => b,
+            None => self.budgets.entry(key.clone()).or_insert(Budget {
+                next_at: now,
+                busy: false,
+                generation: 0,
+                queued: false,
+            }),
+        };
         if budget.busy || budget.queued {
-            return;
+            return false;
         }
         budget.queued = true;
         budget.generation += 1;
         self.heap
             .push(Reverse((budget.next_at, budget.generation, key.clone())));
+        true
     }
 
     /// The next budget allowed to go at `now`, or how long to wait.
