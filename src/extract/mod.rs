@@ -29,7 +29,7 @@ pub use decode::{decode_body, decoding_reader, DecodeError, Decoded};
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::cmp::Ordering;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::io::{Cursor, Read};
 use std::sync::LazyLock;
 
@@ -566,114 +566,40 @@ fn collect_from(
 
 type Handlers<'h> = Vec<(Cow<'static, Selector>, ElementContentHandlers<'h>)>;
 
-/// The selectors of the handlers besides [`ATTR_RULES`]'.
-const OTHER_SELECTORS: &[&str] = &[
-    "link[href]",
-    "input[src]",
-    "image",
-    "[style]",
-    "style",
-    "meta[content]",
-    "base[href]",
-    "noscript",
-];
+/// The parse's selectors: every element (its attributes are read by [`on_element`]), and the
+/// two elements whose text is wanted. Three selectors, parsed once for the whole process: a
+/// rewriter compiles its selectors into a matching program each time it is made, once per page,
+/// and with one selector per attribute rule (27 of them) that compiling cost more than parsing a
+/// small page.
+const SELECTOR_TEXTS: [&str; 3] = ["*", "style", "noscript"];
+const ANY: usize = 0;
+const STYLE: usize = 1;
+const NOSCRIPT: usize = 2;
 
-/// Every handler's selector, parsed once for the whole process rather than once per page.
-static SELECTORS: LazyLock<HashMap<&'static str, Selector>> = LazyLock::new(|| {
-    let all = ATTR_RULES.iter().map(|r| r.selector);
-    all.chain(OTHER_SELECTORS.iter().copied())
-        .filter_map(|s| Some((s, s.parse::<Selector>().ok()?)))
-        .collect()
-});
+static SELECTORS: LazyLock<Vec<Option<Selector>>> =
+    LazyLock::new(|| SELECTOR_TEXTS.iter().map(|s| s.parse().ok()).collect());
 
-/// A handler's selector: the one parsed once, or (for a selector missing from the lists above)
-/// parsed now.
-fn selector(text: &str) -> Option<Cow<'static, Selector>> {
-    match SELECTORS.get(text) {
-        Some(parsed) => Some(Cow::Borrowed(parsed)),
-        None => text.parse::<Selector>().ok().map(Cow::Owned),
-    }
+/// A selector parsed once; None only if a constant above did not parse (a unit test checks).
+fn selector(index: usize) -> Option<Cow<'static, Selector>> {
+    SELECTORS.get(index)?.as_ref().map(Cow::Borrowed)
 }
 
 fn handlers<'h>(state: &'h RefCell<Collector>, scope: Scope<'h>) -> Handlers<'h> {
     let mut list: Handlers<'h> = Vec::new();
-    let mut add = |text: &str, handler: ElementContentHandlers<'h>| {
-        // The selectors are constants known to parse; a failure would only lose that rule.
-        if let Some(selector) = selector(text) {
+    let mut add = |index: usize, handler: ElementContentHandlers<'h>| {
+        if let Some(selector) = selector(index) {
             list.push((selector, handler));
         }
     };
-    for rule in ATTR_RULES {
-        add(
-            rule.selector,
-            ElementContentHandlers::default().element(move |el: &mut Element<'_, '_>| {
-                if let Some(value) = el.get_attribute(rule.attr) {
-                    let mut st = state.borrow_mut();
-                    if rule.srcset {
-                        st.push_srcset(&value, rule.context);
-                    } else {
-                        st.push(&value, rule.hop, rule.context);
-                    }
-                }
-                Ok(())
-            }),
-        );
-    }
     add(
-        "link[href]",
+        ANY,
         ElementContentHandlers::default().element(move |el: &mut Element<'_, '_>| {
-            if let Some(href) = el.get_attribute("href") {
-                let rel = el.get_attribute("rel").unwrap_or_default();
-                let embed = rel
-                    .split(is_ascii_ws)
-                    .any(|r| EMBED_RELS.iter().any(|e| r.eq_ignore_ascii_case(e)));
-                let hop = if embed { Hop::Embed } else { Hop::Link };
-                state.borrow_mut().push(&href, hop, "link/@href");
-            }
+            on_element(el, &mut state.borrow_mut(), scope);
             Ok(())
         }),
     );
     add(
-        "input[src]",
-        ElementContentHandlers::default().element(move |el: &mut Element<'_, '_>| {
-            let is_image = el
-                .get_attribute("type")
-                .is_some_and(|t| clean_attr(&t).eq_ignore_ascii_case("image"));
-            if let (true, Some(src)) = (is_image, el.get_attribute("src")) {
-                state.borrow_mut().push(&src, Hop::Embed, "input/@src");
-            }
-            Ok(())
-        }),
-    );
-    add(
-        "image",
-        ElementContentHandlers::default().element(move |el: &mut Element<'_, '_>| {
-            // SVG `<image>`: SVG 2 `href`, else SVG 1.1 `xlink:href`.
-            let href = el
-                .get_attribute("href")
-                .or_else(|| el.get_attribute("xlink:href"));
-            if let Some(href) = href {
-                state.borrow_mut().push(&href, Hop::Embed, "image/@href");
-            }
-            Ok(())
-        }),
-    );
-    add(
-        "[style]",
-        ElementContentHandlers::default().element(move |el: &mut Element<'_, '_>| {
-            if let Some(style) = el.get_attribute("style") {
-                let css = decode_entities(&style).into_owned();
-                // Every reference is a function (`url(…)`, `image-set(…)`): no `(`, nothing to parse.
-                let mut st = state.borrow_mut();
-                if css.contains('(') && st.admit_css(css.len()) {
-                    st.raws.push(Raw::StyleAttr(css));
-                }
-            }
-            Ok(())
-        }),
-    );
-    add(
-        "style",
+        STYLE,
         ElementContentHandlers::default()
             .element(move |_: &mut Element<'_, '_>| {
                 let mut st = state.borrow_mut();
@@ -692,28 +618,9 @@ fn handlers<'h>(state: &'h RefCell<Collector>, scope: Scope<'h>) -> Handlers<'h>
                 Ok(())
             }),
     );
-    add(
-        "meta[content]",
-        ElementContentHandlers::default().element(move |el: &mut Element<'_, '_>| {
-            on_meta(el, &mut state.borrow_mut(), scope);
-            Ok(())
-        }),
-    );
     if let Scope::Document { .. } = scope {
         add(
-            "base[href]",
-            ElementContentHandlers::default().element(move |el: &mut Element<'_, '_>| {
-                let mut st = state.borrow_mut();
-                if st.base_href.is_none() {
-                    st.base_href = el
-                        .get_attribute("href")
-                        .map(|h| clean_attr(&h).into_owned());
-                }
-                Ok(())
-            }),
-        );
-        add(
-            "noscript",
+            NOSCRIPT,
             ElementContentHandlers::default()
                 .element(move |_: &mut Element<'_, '_>| {
                     state.borrow_mut().open_noscript();
@@ -726,6 +633,72 @@ fn handlers<'h>(state: &'h RefCell<Collector>, scope: Scope<'h>) -> Handlers<'h>
         );
     }
     list
+}
+
+/// The element part of a rule's selector (`img` of `img[src]`).
+fn rule_tag(rule: &AttrRule) -> &'static str {
+    rule.selector.split('[').next().unwrap_or(rule.selector)
+}
+
+/// Every URL-bearing attribute of one element, in the order the rules are listed (which is the
+/// order their links are kept in when one element has several).
+fn on_element(el: &Element<'_, '_>, st: &mut Collector, scope: Scope<'_>) {
+    let tag = el.tag_name();
+    for rule in ATTR_RULES.iter().filter(|r| rule_tag(r) == tag) {
+        if let Some(value) = el.get_attribute(rule.attr) {
+            if rule.srcset {
+                st.push_srcset(&value, rule.context);
+            } else {
+                st.push(&value, rule.hop, rule.context);
+            }
+        }
+    }
+    match tag.as_str() {
+        "link" => {
+            if let Some(href) = el.get_attribute("href") {
+                let rel = el.get_attribute("rel").unwrap_or_default();
+                let embed = rel
+                    .split(is_ascii_ws)
+                    .any(|r| EMBED_RELS.iter().any(|e| r.eq_ignore_ascii_case(e)));
+                let hop = if embed { Hop::Embed } else { Hop::Link };
+                st.push(&href, hop, "link/@href");
+            }
+        }
+        "input" => {
+            let is_image = el
+                .get_attribute("type")
+                .is_some_and(|t| clean_attr(&t).eq_ignore_ascii_case("image"));
+            if let (true, Some(src)) = (is_image, el.get_attribute("src")) {
+                st.push(&src, Hop::Embed, "input/@src");
+            }
+        }
+        "image" => {
+            // SVG `<image>`: SVG 2 `href`, else SVG 1.1 `xlink:href`.
+            let href = el
+                .get_attribute("href")
+                .or_else(|| el.get_attribute("xlink:href"));
+            if let Some(href) = href {
+                st.push(&href, Hop::Embed, "image/@href");
+            }
+        }
+        _ => {}
+    }
+    if let Some(style) = el.get_attribute("style") {
+        let css = decode_entities(&style).into_owned();
+        // Every reference is a function (`url(…)`, `image-set(…)`): no `(`, nothing to parse.
+        if css.contains('(') && st.admit_css(css.len()) {
+            st.raws.push(Raw::StyleAttr(css));
+        }
+    }
+    match tag.as_str() {
+        "meta" => on_meta(el, st, scope),
+        "base" if matches!(scope, Scope::Document { .. }) && st.base_href.is_none() => {
+            st.base_href = el
+                .get_attribute("href")
+                .map(|h| clean_attr(&h).into_owned());
+        }
+        _ => {}
+    }
 }
 
 /// `<meta http-equiv=refresh>` anywhere; `<meta name=robots|AGENT>` in the document only.
