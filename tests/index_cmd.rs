@@ -291,13 +291,12 @@ fn output_onto_a_special_file_writes_into_it() {
     };
     let warc =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/cdx/basic.warc.gz");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_archiver"))
-        .arg("index")
-        .arg(&warc)
-        .arg("-o")
-        .arg(&fifo)
-        .output()
-        .expect("run archiver index");
+    let out = archiver(&[
+        "index",
+        &warc.to_string_lossy(),
+        "-o",
+        &fifo.to_string_lossy(),
+    ]);
     assert!(
         out.status.success(),
         "{}",

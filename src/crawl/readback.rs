@@ -11,7 +11,6 @@
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{Hash as _, Hasher as _};
-use std::io::BufRead as _;
 use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
@@ -139,17 +138,10 @@ impl Ledger {
                 ledger.settled.insert(key_hash(&seen_key(&url)));
             }
         }
-        let file = match std::fs::File::open(crawl_log) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ledger),
-            Err(e) => return Err(e),
-        };
-        for line in std::io::BufReader::new(file).split(b'\n') {
-            let line = line?;
-            let text = String::from_utf8_lossy(&line);
+        crate::logs::crawllog::read_lines(crawl_log, |text| {
             // A torn line (a crash) says nothing: its URL is fetched again or waited for.
-            let Some(p) = crate::logs::crawllog::parse_line(&text) else {
-                continue;
+            let Some(p) = crate::logs::crawllog::parse_line(text) else {
+                return;
             };
             let extra = serde_json::from_str(&p.extra).ok();
             let line = Line {
@@ -162,7 +154,7 @@ impl Ledger {
             if line.settles() {
                 ledger.note(&line);
             }
-        }
+        })?;
         Ok(ledger)
     }
 

@@ -99,6 +99,25 @@ pub(crate) struct Parsed {
     pub extra: String,
 }
 
+/// Hands `each` every line of the crawl.log at `path`, read as UTF-8 (lossy) with blank
+/// lines skipped: what a resume reads back. A crawl.log that does not exist yet has no lines.
+pub(crate) fn read_lines(path: &Path, mut each: impl FnMut(&str)) -> io::Result<()> {
+    use std::io::BufRead;
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    for line in io::BufReader::new(file).split(b'\n') {
+        let line = line?;
+        let text = String::from_utf8_lossy(&line);
+        if !text.trim().is_empty() {
+            each(&text);
+        }
+    }
+    Ok(())
+}
+
 /// Reads back a line written by [`format_line`]; None when it is not one (a torn line).
 pub(crate) fn parse_line(line: &str) -> Option<Parsed> {
     // The first twelve fields hold no spaces; the thirteenth (JSON) may.

@@ -250,20 +250,9 @@ impl Stats {
 
     /// The counters of every line already in crawl.log (none when it does not exist yet).
     pub fn from_log(path: &Path, seeds: &[&str]) -> std::io::Result<Stats> {
-        use std::io::BufRead;
         let mut stats = Stats::for_seeds(seeds.iter().copied());
-        let file = match std::fs::File::open(path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(stats),
-            Err(e) => return Err(e),
-        };
-        for line in std::io::BufReader::new(file).split(b'\n') {
-            let line = line?;
-            let text = String::from_utf8_lossy(&line);
-            if text.trim().is_empty() {
-                continue;
-            }
-            match crate::logs::crawllog::parse_line(&text) {
+        crate::logs::crawllog::read_lines(path, |text| {
+            match crate::logs::crawllog::parse_line(text) {
                 Some(l) => stats.record(&Outcome {
                     uri: &l.uri,
                     status: l.status,
@@ -273,7 +262,7 @@ impl Stats {
                 }),
                 None => stats.unreadable_lines += 1,
             }
-        }
+        })?;
         stats.run_base = stats.lines();
         Ok(stats)
     }
