@@ -1,28 +1,119 @@
 //! The engine's locks and their order.
 //!
 //! The crawl engine has two locks, taken in one order: the scheduler (rank 1), the journal
-//! (rank 3); rank 2 was the archive's, whose WARC writer is now a thread of its own, reached by
-//! message (`super::writer`). The order is in the types:
+//! (rank 3). Rank 2 was the archive's; its WARC writer is now a thread of its own, reached by
+//! message (`super::writer`), and the level is left for a third lock should one be needed. The
+//! order is in the types:
 //!
 //! - Each lock has a level ([`InSched`], [`InArchive`], [`InJournal`]) and opens only with a
 //!   [`Key`] of a lower level, borrowed mutably for as long as the lock is held; it lends its
-//!   closure the key of its own level. Inside the scheduler's closure the archive and the
-//!   journal can be taken (with that key), inside the journal's no lock can, and no lock can be
-//!   taken twice: the key that opened it is borrowed. Either mistake does not compile.
+//!   closure the key of its own level. Inside the scheduler's closure the journal can be taken
+//!   (with that key), inside the journal's no lock can, and no lock can be taken twice: the key
+//!   that opened it is borrowed. Either mistake does not compile (the examples below).
 //! - The key of a thread holding nothing, `Key<Free>`, comes only from a [`Root`], made where
 //!   a task or thread starts holding nothing, and lent by [`Root::with`] to one synchronous
 //!   stretch. Every engine method that locks takes that `&mut Key<Free>` from its caller, so
-//!   none can be called from inside a lock's closure (the caller's key is borrowed there).
+//!   none can be called from inside a lock's closure (the caller's key is borrowed there). The
+//!   `Crawler`'s `with_sched` and `with_journal` lend their closures no key: the engine never
+//!   holds two of its locks at once.
 //! - A key is not `Send` and lives only inside [`Root::with`]'s closure, so it is never held
-//!   across an `.await`; an async function takes its task's `&mut Root` instead and borrows a
-//!   key from it for each stretch that locks.
+//!   across an `.await`; an async function takes its task's `&mut Root` instead (a root is
+//!   `Send`) and borrows a key from it for each stretch that locks.
 //!
 //! What the types cannot see is a root made in the wrong place (inside a lock's closure, say):
-//! the places that make one are listed by a unit test below, and [`Root::with`] checks in
-//! debug builds (all the tests) that the thread really holds no engine lock.
+//! the places that make one are listed by a unit test below (`ROOTS`), and [`Root::with`]
+//! checks in debug builds (all the tests) that the thread really holds no engine lock.
 //!
 //! The data is only lent to a closure, so a guard never outlives the call and is never held
-//! across an `.await` (the closure is synchronous).
+//! across an `.await` (the closure is synchronous). The module is public for its examples
+//! alone, which show the rules at work (the engine's own types are private to `crawl`):
+//!
+//! ```
+//! use archiver::crawl::locks::{InJournal, InSched, Ordered, Root};
+//! let sched: Ordered<u32, InSched> = Ordered::new(1);
+//! let journal: Ordered<u32, InJournal> = Ordered::new(3);
+//! let mut root = Root::new();
+//! // The journal inside the scheduler, with the scheduler's key: the order kept.
+//! let n = root.with(|key| sched.with(key, |s, k| *s + journal.with(k, |j, _| *j)));
+//! assert_eq!(n, 4);
+//! // One after the other, with the same key.
+//! root.with(|key| {
+//!     journal.with(key, |_, _| ());
+//!     sched.with(key, |_, _| ());
+//! });
+//! ```
+//!
+//! The scheduler inside the journal, with the journal's key, does not compile:
+//!
+//! ```compile_fail
+//! use archiver::crawl::locks::{InJournal, InSched, Ordered, Root};
+//! let sched: Ordered<u32, InSched> = Ordered::new(1);
+//! let journal: Ordered<u32, InJournal> = Ordered::new(3);
+//! Root::new().with(|key| journal.with(key, |_, k| sched.with(k, |_, _| ())));
+//! ```
+//!
+//! nor with the key that opened the journal (what a nested call of an engine method would
+//! do: that key is borrowed by the journal's lock):
+//!
+//! ```compile_fail
+//! use archiver::crawl::locks::{InJournal, InSched, Ordered, Root};
+//! let sched: Ordered<u32, InSched> = Ordered::new(1);
+//! let journal: Ordered<u32, InJournal> = Ordered::new(3);
+//! Root::new().with(|key| journal.with(key, |_, _| sched.with(key, |_, _| ())));
+//! ```
+//!
+//! The same lock twice does not compile either way:
+//!
+//! ```compile_fail
+//! use archiver::crawl::locks::{InSched, Ordered, Root};
+//! let sched: Ordered<u32, InSched> = Ordered::new(1);
+//! Root::new().with(|key| sched.with(key, |_, k| sched.with(k, |_, _| ())));
+//! ```
+//!
+//! ```compile_fail
+//! use archiver::crawl::locks::{InSched, Ordered, Root};
+//! let sched: Ordered<u32, InSched> = Ordered::new(1);
+//! Root::new().with(|key| sched.with(key, |_, _| sched.with(key, |_, _| ())));
+//! ```
+//!
+//! and a key cannot leave its thread (so it cannot be held across an `.await` of a spawned
+//! task, nor handed to a thread that holds a lock):
+//!
+//! ```compile_fail
+//! use archiver::crawl::locks::Root;
+//! fn send<T: Send>(_: T) {}
+//! Root::new().with(|key| send(key));
+//! ```
+//!
+//! # What is locked where
+//!
+//! | lock | holds | taken by |
+//! | --- | --- | --- |
+//! | scheduler (1) | queues, seen-set, sites, budgets, site book, content traps | the dispatcher (`turn`); each job (the site's address and pause, refusals, the links' seen-check and queueing, retry or finished, commit, robots.txt settled, archived bytes); each lookup's task; the browser's requests (seen, queued); the run's start and end, the report timer |
+//! | journal (3) | crawl.log, statistics, refusals.log, run book, why the crawl stopped | every crawl.log and refusals.log line, a failure, the progress line after a job, the report timer, the run's start and end |
+//!
+//! The WARC writer and the digest index are no lock: the archive thread owns them, and a job
+//! hands it a record and awaits the reply holding no key (a key cannot cross an `.await`); the
+//! thread takes no engine lock.
+//!
+//! Other mutexes the crawl reaches are leaves: whoever holds one takes no other lock, awaits
+//! nothing and calls nothing that might, before letting it go. A thread holding a leaf waits
+//! for no one, so no cycle of waits (a deadlock) can pass through it, whatever its caller holds:
+//!
+//! - the render book and the render queue's receiving end, taken once at start
+//!   (`crawl/render.rs`): the book's closures touch the book alone;
+//! - the dispatcher's free thread numbers (`crawl/driver.rs`): a pop or a push;
+//! - run.log's file (`logs/runlog.rs`): one line written;
+//! - the progress line's rate samples (`logs/report.rs`, taken under the journal's lock when a
+//!   job ends) and its terminal bar: a sample added, a message drawn;
+//! - the DNS cache (`net/dns.rs`): a look-up or an insert, never across the lookup's `.await`;
+//! - one exchange's capture of the wire bytes (`net/fetch.rs`), its own per request;
+//! - the browser's DevTools maps of pending calls and sessions (`browser/cdp.rs`), a single
+//!   insert, remove or send each; the browser process (an async mutex in `browser/process.rs`)
+//!   and its tab permits, inside the browser, which never calls back into the crawl under them.
+//!
+//! The dispatcher's slots (a semaphore) are no lock on data: it waits for one holding no
+//! engine lock, and a job gives its slot back when it ends.
 
 use std::cell::Cell;
 use std::marker::PhantomData;
@@ -34,18 +125,18 @@ thread_local! {
 }
 
 /// A level of the lock order: the highest engine lock a thread holds.
-pub(super) trait Level {
+pub trait Level {
     const RANK: u8;
 }
 
 /// No engine lock held.
-pub(super) enum Free {}
+pub enum Free {}
 /// The scheduler's lock held (rank 1).
-pub(super) enum InSched {}
-/// The archive's lock held (rank 2).
-pub(super) enum InArchive {}
+pub enum InSched {}
+/// Rank 2: the archive's lock once; no engine lock has this level today.
+pub enum InArchive {}
 /// The journal's lock held (rank 3).
-pub(super) enum InJournal {}
+pub enum InJournal {}
 
 impl Level for Free {
     const RANK: u8 = 0;
@@ -61,7 +152,7 @@ impl Level for InJournal {
 }
 
 /// A thread at level `Self` may take the lock of level `L`: `Self` ranks below `L`.
-pub(super) trait Below<L: Level>: Level {}
+pub trait Below<L: Level>: Level {}
 impl Below<InSched> for Free {}
 impl Below<InArchive> for Free {}
 impl Below<InArchive> for InSched {}
@@ -71,7 +162,7 @@ impl Below<InJournal> for InArchive {}
 
 /// Proof that the thread holds no engine lock above level `L`. Borrowed mutably by the lock it
 /// opens, so the closure cannot use it again; neither `Clone` nor `Send`.
-pub(super) struct Key<L: Level> {
+pub struct Key<L: Level> {
     _level: PhantomData<(L, *const ())>,
 }
 
@@ -90,13 +181,15 @@ impl<L: Level> Key<L> {
 ///
 /// Made only where a task or thread begins holding nothing (the unit test
 /// `roots_are_made_only_where_a_task_starts` lists the places); neither `Clone` nor `Sync`.
-pub(super) struct Root {
+pub struct Root {
     _not_sync: PhantomData<Cell<()>>,
 }
 
 impl Root {
     /// The root of a task or thread that starts here, holding no engine lock.
-    pub(super) fn new() -> Root {
+    // No `Default`: every root is made by name, so the unit test can find them all.
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> Root {
         Root {
             _not_sync: PhantomData,
         }
@@ -105,7 +198,7 @@ impl Root {
     /// Lends `f` the key of a thread that holds no engine lock. The root is borrowed for the
     /// call, so `f` cannot ask it again; whether the thread really holds none is checked here
     /// in debug builds (all the tests), for a root made where it should not be.
-    pub(super) fn with<R>(&mut self, f: impl FnOnce(&mut Key<Free>) -> R) -> R {
+    pub fn with<R>(&mut self, f: impl FnOnce(&mut Key<Free>) -> R) -> R {
         let held = HELD.with(Cell::get);
         debug_assert!(
             held == 0,
@@ -116,13 +209,13 @@ impl Root {
 }
 
 /// Data behind the mutex of level `L`.
-pub(super) struct Ordered<T, L: Level> {
+pub struct Ordered<T, L: Level> {
     inner: Mutex<T>,
     _level: PhantomData<L>,
 }
 
 impl<T, L: Level> Ordered<T, L> {
-    pub(super) fn new(value: T) -> Self {
+    pub fn new(value: T) -> Self {
         Ordered {
             inner: Mutex::new(value),
             _level: PhantomData,
@@ -133,7 +226,7 @@ impl<T, L: Level> Ordered<T, L> {
     /// thread holds only locks that come before it. A task that panicked while holding it
     /// leaves the data consistent between statements, so the crawl carries on rather than
     /// losing more.
-    pub(super) fn with<H: Below<L>, R>(
+    pub fn with<H: Below<L>, R>(
         &self,
         _key: &mut Key<H>,
         f: impl FnOnce(&mut T, &mut Key<L>) -> R,
@@ -244,9 +337,7 @@ mod tests {
             }
             // No other way to a key: it is made in this file alone.
             assert!(!text.contains("Key::new("), "{name} makes a Key");
-            for (at, _) in text.match_indices("Root::new()") {
-                found.push((name.clone(), enclosing_fn(&text[..at])));
-            }
+            found.extend(roots_in(&text).into_iter().map(|f| (name.clone(), f)));
         }
         for (file, func) in &found {
             assert!(
@@ -259,6 +350,22 @@ mod tests {
             let listed = (root.0.to_string(), root.1.to_string());
             assert!(found.contains(&listed), "{root:?} makes no Root any more");
         }
+    }
+
+    #[test]
+    fn the_roots_check_names_the_function_that_makes_each_root() {
+        let text = "async fn run() {\n    let mut root = Root::new();\n}\n\
+                    fn helper(&self, key: &mut Key<Free>) {\n    \
+                    self.with_sched(key, |s| Root::new().with(|k| s.go(k)));\n}\n";
+        assert_eq!(roots_in(text), ["run", "helper"]);
+        assert!(!ROOTS.iter().any(|(_, f)| *f == "helper"));
+    }
+
+    /// The function each `Root::new()` of a source file is made in.
+    fn roots_in(text: &str) -> Vec<String> {
+        text.match_indices("Root::new()")
+            .map(|(at, _)| enclosing_fn(&text[..at]))
+            .collect()
     }
 
     /// The name of the last `fn` declared before the end of `before`.
