@@ -103,6 +103,8 @@
 //! - the render book and the render queue's receiving end, taken once at start
 //!   (`crawl/render.rs`): the book's closures touch the book alone;
 //! - the dispatcher's free thread numbers (`crawl/driver.rs`): a pop or a push;
+//! - the commit barrier's watch channel (`crawl/commits.rs`): a job awaits it holding no key
+//!   (the scheduler's lock is taken before and after, each time from the job's root);
 //! - run.log's file (`logs/runlog.rs`): one line written;
 //! - the progress line's rate samples (`logs/report.rs`, taken under the journal's lock when a
 //!   job ends) and its terminal bar: a sample added, a message drawn;
