@@ -265,15 +265,21 @@ impl Fetcher {
             // yet. The record keeps what was received; its digest and length are taken from
             // the record itself, so they describe exactly the bytes stored.
             Some(_) => {
-                let limit = content_length(&body.headers)
-                    .map_or(self.settings.max_body_bytes, |n| {
-                        n.min(self.settings.max_body_bytes)
-                    });
+                let max = self.settings.max_body_bytes;
+                // Chunked framing overrides a Content-Length (RFC 9112 §6.3), as hyper reads it.
+                let declared = (!chunked).then(|| content_length(&body.headers)).flatten();
+                let limit = declared.map_or(max, |n| n.min(max));
                 match recorded_payload(&mut response, chunked, limit).map_err(fix)? {
                     Some(p) => {
                         body.digest = p.digest;
                         body.len = p.len;
-                        p.dropped
+                        // Only bytes past the message's declared end are excess; bytes past
+                        // max_body_bytes are the cap's, not the server's.
+                        if declared.is_some_and(|n| n <= max) {
+                            p.dropped
+                        } else {
+                            0
+                        }
                     }
                     None => 0,
                 }
