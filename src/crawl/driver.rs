@@ -21,9 +21,16 @@ use crate::politeness::{self, robots, Answer};
 /// Runs the crawl a profile describes, to the end. Returns the whole crawl's statistics.
 pub(super) async fn run(profile: Profile) -> anyhow::Result<Ended> {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let slots = super::descriptors::slots(profile.sites_at_once);
     let (crawler, archived) = Crawler::open(profile, tx)?;
+    if slots.jobs < crawler.profile.sites_at_once {
+        crawler.runlog.line(&format!(
+            "open-file limit {}: {} requests at once instead of sites_at_once {}",
+            slots.limit, slots.jobs, crawler.profile.sites_at_once
+        ));
+    }
     let crawler = Arc::new(crawler);
-    let resolver = spawn_resolver(crawler.clone(), rx);
+    let resolver = spawn_resolver(crawler.clone(), rx, slots.lookups);
     // The main task's root: between its steps it holds no engine lock.
     let mut root = Root::new();
     if !root.with(|key| crawler.begin(key, &archived)) {
@@ -36,7 +43,7 @@ pub(super) async fn run(profile: Profile) -> anyhow::Result<Ended> {
     watch_ctrl_c(crawler.clone());
     let reports = spawn_reports(crawler.clone());
     let renders = super::render::render_tasks(crawler.clone());
-    dispatch(crawler.clone()).await;
+    dispatch(crawler.clone(), slots.jobs).await;
     // Stopped early: the browser is closed, so pages still rendering are disposed of at once.
     crawler.rendering.close().await;
     crawler.rendering.settle().await;
@@ -46,9 +53,9 @@ pub(super) async fn run(profile: Profile) -> anyhow::Result<Ended> {
     crawler.finish(&mut root).await.map(Ended::Ran)
 }
 
-/// The dispatcher: starts jobs as budgets become free, until nothing is left to do.
-async fn dispatch(crawler: Arc<Crawler>) {
-    let at_once = crawler.profile.sites_at_once;
+/// The dispatcher: starts jobs as budgets become free, at most `at_once` at a time (the
+/// profile's `sites_at_once`, or fewer under a low open-file limit), until nothing is left.
+async fn dispatch(crawler: Arc<Crawler>, at_once: usize) {
     let slots = Arc::new(Semaphore::new(at_once));
     let threads = Arc::new(Mutex::new((1..=at_once).rev().collect::<Vec<_>>()));
     let mut root = Root::new();
@@ -319,15 +326,24 @@ async fn stop_signal(term: &mut Option<tokio::signal::unix::Signal>) -> bool {
 fn spawn_resolver(
     crawler: Arc<Crawler>,
     mut rx: tokio::sync::mpsc::UnboundedReceiver<ResolveRequest>,
+    at_once: usize,
 ) -> tokio::task::JoinHandle<()> {
+    // Lookups wait for a slot: ten thousand sites due at once must not open ten thousand
+    // resolver sockets and run the process out of descriptors.
+    let slots = Arc::new(Semaphore::new(at_once.max(1)));
     tokio::spawn(async move {
         while let Some(req) = rx.recv().await {
             let c = crawler.clone();
+            let slots = slots.clone();
             tokio::spawn(async move {
                 if !req.after.is_zero() {
                     tokio::time::sleep(req.after).await;
                 }
+                let Ok(slot) = slots.acquire_owned().await else {
+                    return;
+                };
                 let answer = c.resolver.resolve(&req.host).await;
+                drop(slot);
                 // A lookup's task starts holding nothing.
                 let mut root = Root::new();
                 root.with(|key| {

@@ -26,11 +26,13 @@
 //! | `journal` | crawl.log, statistics, refusals.log: the one place drops are logged | — |
 //! | `commits` | when the frontier's changes are committed: one commit per group of jobs | — |
 //! | `shared` | the scheduler's side of a shared (PostgreSQL) frontier: leases, polls | — |
+//! | `descriptors` | the open-file limit shared out: jobs and lookups at once | `Slots` |
 
 mod archived;
 mod candidates;
 mod commits;
 mod decide;
+mod descriptors;
 mod disposition;
 mod driver;
 mod engine;
