@@ -56,19 +56,26 @@ if [[ ! -x /usr/bin/time ]]; then
 fi
 PY="$(python3 -c 'import sys; print(sys.executable)')"
 
-# One descriptor per listening socket in the server, one per request in flight in the crawler.
+# One descriptor per listening socket in a server process, one per request in flight in the
+# crawler (which caps its requests in flight below the limit by itself).
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 FD_LIMIT="$(ulimit -n)"
-[[ "$FD_LIMIT" = unlimited || "$FD_LIMIT" -ge $((N + 512)) ]] ||
-    die "open-file limit $FD_LIMIT is too low for $N sites (need about $((N + 512))); raise the hard limit"
-# The server holds N listening sockets AND one descriptor per connection in flight (up to N):
+# More sites than one process may hold are served by several server processes, each with its
+# own range of sites (BENCH_SITES_PER_SERVER, default 10,000: the 1,000- and 10,000-site runs
+# keep their single server).
+PER_SERVER="${BENCH_SITES_PER_SERVER:-10000}"
+[[ "$PER_SERVER" =~ ^[0-9]+$ && "$PER_SERVER" -ge 1 ]] || die "BENCH_SITES_PER_SERVER must be a number >= 1"
+ONE_SERVER=$((N < PER_SERVER ? N : PER_SERVER))
+[[ "$FD_LIMIT" = unlimited || "$FD_LIMIT" -ge $((ONE_SERVER + 512)) ]] ||
+    die "open-file limit $FD_LIMIT is too low for $ONE_SERVER sites in one server (need about $((ONE_SERVER + 512))); lower BENCH_SITES_PER_SERVER"
+# A server holds its listening sockets AND one descriptor per connection in flight to its sites:
 # short of that it refuses connections (accept errors in its last line) and the figures are the
 # server's, not the crawler's.
-[[ "$FD_LIMIT" = unlimited || "$FD_LIMIT" -ge $((2 * N + 512)) ]] ||
-    echo "many_sites.sh: warning: open-file limit $FD_LIMIT is below 2 x $N + 512: the server may refuse connections (see its accept errors)" >&2
+[[ "$FD_LIMIT" = unlimited || "$FD_LIMIT" -ge $((2 * ONE_SERVER + 512)) ]] ||
+    echo "many_sites.sh: warning: open-file limit $FD_LIMIT is below 2 x $ONE_SERVER + 512: a server may refuse connections (see its accept errors)" >&2
 
 # --- processes and cleanup ------------------------------------------------------------------
-SERVER_PID="" TIMER_PID="" CRAWLER_PID="" SAMPLER_PID=""
+SERVER_PIDS=() TIMER_PID="" CRAWLER_PID="" SAMPLER_PID=""
 stop_pid() {  # stop_pid PID SIGNAL SECONDS: signal, wait up to SECONDS, then SIGKILL
     local pid="$1" sig="$2" limit="$3" i
     [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null || return 0
@@ -83,7 +90,8 @@ cleanup() {
     stop_pid "$SAMPLER_PID" TERM 2
     stop_pid "$CRAWLER_PID" TERM 20
     stop_pid "$TIMER_PID" TERM 5
-    stop_pid "$SERVER_PID" TERM 10
+    local pid
+    for pid in "${SERVER_PIDS[@]}"; do stop_pid "$pid" TERM 10; done
     wait 2>/dev/null || true
 }
 trap cleanup EXIT
@@ -323,7 +331,7 @@ raw = f"""- requests seen by the server: {total:,} ({', '.join(f'{k}/{st}: {c:,}
 - crawler (/usr/bin/time -v): user {t.get('user', 0):.1f} s, sys {t.get('sys', 0):.1f} s, wall {t.get('wall', 0):.1f} s, CPU {t.get('cpu_pct', 0):.0f}% over the whole run, {f'{crawler_cpu_w:.0f}%' if crawler_cpu_w is not None else '-'} in the steady window (100% = one core of 2); peak RSS {t.get('rss_kb', 0) / 1024:.0f} MB; RSS at 25/50/75/100% of the run (before SIGINT): {rss_at(0.25):.0f}/{rss_at(0.5):.0f}/{rss_at(0.75):.0f}/{rss_at(1.0):.0f} MB, {'-' if rss_growth is None else (f'growing {rss_growth:.0f} MB/min ({rss_per_100k or 0:.0f} MB per 100,000 fetches) after the warm-up' if rss_growth > 0 else f'not growing after the warm-up ({rss_growth:.0f} MB/min)')}; context switches {t.get('vcs', 0):.0f} voluntary, {t.get('ivcs', 0):.0f} involuntary
 - crawler's main thread (the dispatcher): {f'{main_cpu_w:.0f}%' if main_cpu_w is not None else '-'} of a core in the steady window
 - machine, in the steady window, out of {os.cpu_count() * 100}%: {f'{machine_cpu_w:.0f}%' if machine_cpu_w is not None else '-'} in processes (user + system), of which {f'{others_cpu_w:.0f}%' if others_cpu_w is not None else '-'} in processes other than the crawler and the server (other jobs on a shared machine, kernel threads; this script's sampler is ~1%; ±5%); {f'{irq_cpu_w:.0f}%' if irq_cpu_w is not None else '-'} in interrupts and softirqs (mostly the loopback TCP traffic itself) and steal
-- server: {f'{server_cpu_w:.0f}%' if server_cpu_w is not None else '-'} CPU in the steady window (one thread), up to {server_fds:,} descriptors ({n:,} listening sockets)
+- server: {f'{server_cpu_w:.0f}%' if server_cpu_w is not None else '-'} CPU in the steady window (one thread per server process), up to {server_fds:,} descriptors ({n:,} listening sockets)
 - priority: {f"crawler and server under nice -n {env['MS_NICE']}" if env.get('MS_NICE') else "normal (no BENCH_NICE)"}
 - threads: the crawler had up to {max_threads} at once (tokio's workers and blocking pool, the WARC writer thread)
 - descriptors: crawler up to {max_fds:,} open (limit {env['MS_FDLIMIT']}); load average before the run: {env['MS_LOAD']}"""
@@ -416,18 +424,26 @@ fi
 # --- 2. serve N sites -----------------------------------------------------------------------
 rm -rf "$OUT"
 mkdir -p "$OUT"
-say "Serving $N sites on 127.1.x.y (one address each)"
-"${NICE[@]}" "$SERVER_BIN" --sites "$N" --log "$OUT/server.log" --ready "$OUT/server.port" \
-    --max-seconds $((SECS + 300)) 2>"$OUT/server.stderr" &
-SERVER_PID=$!
-for _ in $(seq 1 600); do
-    [[ -s "$OUT/server.port" ]] && break
-    kill -0 "$SERVER_PID" 2>/dev/null || { cat "$OUT/server.stderr" >&2; die "the server exited"; }
-    sleep 0.1
+SERVERS=$(((N + PER_SERVER - 1) / PER_SERVER))
+say "Serving $N sites on 127.1.x.y (one address each) from $SERVERS server process(es)"
+# The first server picks the port; the others bind their sites on the same one.
+PORT=""
+for ((k = 0; k < SERVERS; k++)); do
+    first=$((k * PER_SERVER))
+    count=$((N - first < PER_SERVER ? N - first : PER_SERVER))
+    "${NICE[@]}" "$SERVER_BIN" --first "$first" --sites "$count" --log "$OUT/server.log.$k" \
+        --ready "$OUT/server.port.$k" ${PORT:+--port "$PORT"} \
+        --max-seconds $((SECS + 300)) 2>"$OUT/server.stderr.$k" &
+    SERVER_PIDS+=($!)
+    for _ in $(seq 1 600); do
+        [[ -s "$OUT/server.port.$k" ]] && break
+        kill -0 "${SERVER_PIDS[$k]}" 2>/dev/null || { cat "$OUT/server.stderr.$k" >&2; die "server $k exited"; }
+        sleep 0.1
+    done
+    [[ -s "$OUT/server.port.$k" ]] || die "server $k did not start within 60 s"
+    PORT="$(cat "$OUT/server.port.$k")"
+    cat "$OUT/server.stderr.$k"
 done
-[[ -s "$OUT/server.port" ]] || die "the server did not start within 60 s"
-PORT="$(cat "$OUT/server.port")"
-cat "$OUT/server.stderr"
 
 # --- 3. the profile -------------------------------------------------------------------------
 "$PY" - "$N" "$PORT" "$OUT/profile.toml" "$WARC_MAX" <<'PY'
@@ -487,9 +503,10 @@ CRAWLER_PID="$(cat "$OUT/crawler.pid")"
 # Once a second: the crawler's descriptors, RSS and CPU ticks (all threads, and its main thread,
 # where the dispatcher runs), the server's CPU ticks and descriptors, and the whole machine's
 # busy ticks (so CPU taken by other processes during the run shows in the report).
-"$PY" - "$CRAWLER_PID" "$SERVER_PID" "$OUT/samples.tsv" <<'PY' &
+SERVER_LIST="$(IFS=,; echo "${SERVER_PIDS[*]}")"
+"$PY" - "$CRAWLER_PID" "$SERVER_LIST" "$OUT/samples.tsv" <<'PY' &
 import os, sys, time
-crawler, server, path = sys.argv[1], sys.argv[2], sys.argv[3]
+crawler, servers, path = sys.argv[1], sys.argv[2].split(","), sys.argv[3]
 def ticks(pid, stat=None):
     f = open(stat or f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
     return int(f[11]) + int(f[12])
@@ -508,7 +525,8 @@ with open(path, "w") as out:
     while True:
         try:
             row = (time.time_ns(), len(os.listdir(f"/proc/{crawler}/fd")), rss_kb(crawler),
-                   ticks(crawler), ticks(server), len(os.listdir(f"/proc/{server}/fd")),
+                   ticks(crawler), sum(ticks(s) for s in servers),
+                   sum(len(os.listdir(f"/proc/{s}/fd")) for s in servers),
                    ticks(crawler, f"/proc/{crawler}/task/{crawler}/stat"), *machine_busy(),
                    len(os.listdir(f"/proc/{crawler}/task")))
         except (OSError, IndexError, ValueError):
@@ -546,12 +564,18 @@ stop_pid "$SAMPLER_PID" TERM 2
 SAMPLER_PID=""
 echo "  crawler exit status $CRAWLER_RC (130 = stopped by SIGINT, as asked)"
 
-# The server writes its log when it stops.
-stop_pid "$SERVER_PID" INT 60
-wait "$SERVER_PID" 2>/dev/null || true
-SERVER_PID=""
-tail -n 1 "$OUT/server.stderr"
-[[ -s "$OUT/server.log" ]] || die "the server wrote no request log"
+# The servers write their logs when they stop; each log is sorted by site, and the ranges of
+# sites follow each other, so the logs joined in order are one sorted log.
+for pid in "${SERVER_PIDS[@]}"; do stop_pid "$pid" INT 60; done
+for pid in "${SERVER_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+SERVER_PIDS=()
+: >"$OUT/server.log"
+for ((k = 0; k < SERVERS; k++)); do
+    tail -n 1 "$OUT/server.stderr.$k"
+    [[ -s "$OUT/server.log.$k" ]] || die "server $k wrote no request log"
+    cat "$OUT/server.log.$k" >>"$OUT/server.log" && rm -f "$OUT/server.log.$k"
+done
+cat "$OUT"/server.stderr.* >"$OUT/server.stderr"
 
 # --- 5. the figures -------------------------------------------------------------------------
 GIT_REV="$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo "no commit")"

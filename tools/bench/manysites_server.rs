@@ -18,7 +18,11 @@
 //! Built as a bench target without the test harness (see `tools/bench/README.md`), it uses only
 //! tokio. It never binds 0.0.0.0 or any address outside 127.0.0.0/8.
 //!
-//! Usage: manysites_server --sites N --log FILE --ready FILE [--port P] [--max-seconds S]
+//! One process holds a descriptor per listening socket and per connection, so a run of more
+//! sites than the open-file limit allows is served by several processes, each given its own
+//! range of sites with `--first` (the bench script starts them; all share one port).
+//!
+//! Usage: manysites_server --sites N --log FILE --ready FILE [--first F] [--port P] [--max-seconds S]
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -71,6 +75,8 @@ fn now_ns() -> u64 {
 }
 
 struct Args {
+    /// The first site this process serves (its range is first..first + sites).
+    first: u32,
     sites: u32,
     log: String,
     ready: String,
@@ -80,6 +86,7 @@ struct Args {
 
 fn parse_args() -> Result<Args, String> {
     let mut a = Args {
+        first: 0,
         sites: 0,
         log: String::new(),
         ready: String::new(),
@@ -94,6 +101,7 @@ fn parse_args() -> Result<Args, String> {
         let mut value = || it.next().ok_or_else(|| format!("{flag} needs a value"));
         match flag.as_str() {
             "--sites" => a.sites = value()?.parse().map_err(|e| format!("--sites: {e}"))?,
+            "--first" => a.first = value()?.parse().map_err(|e| format!("--first: {e}"))?,
             "--log" => a.log = value()?,
             "--ready" => a.ready = value()?,
             "--port" => a.port = value()?.parse().map_err(|e| format!("--port: {e}"))?,
@@ -105,8 +113,8 @@ fn parse_args() -> Result<Args, String> {
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
-    if a.sites == 0 || a.sites > MAX_SITES {
-        return Err(format!("--sites must be 1..={MAX_SITES}"));
+    if a.sites == 0 || a.first.checked_add(a.sites).is_none_or(|end| end > MAX_SITES) {
+        return Err(format!("--first + --sites must be 1..={MAX_SITES}"));
     }
     if a.log.is_empty() || a.ready.is_empty() {
         return Err("--log and --ready are required".into());
@@ -114,9 +122,10 @@ fn parse_args() -> Result<Args, String> {
     Ok(a)
 }
 
-/// Binds every site's address on one port: `port`, or else a few random ones below the
-/// ephemeral range (so the crawler's own outgoing ports never collide with it).
-fn bind_all(sites: u32, port: u16) -> Result<(u16, Vec<TcpListener>), String> {
+/// Binds the address of each site in first..first + sites on one port: `port`, or else a few
+/// random ones below the ephemeral range (so the crawler's own outgoing ports never collide
+/// with it).
+fn bind_all(first: u32, sites: u32, port: u16) -> Result<(u16, Vec<TcpListener>), String> {
     let candidates: Vec<u16> = if port != 0 {
         vec![port]
     } else {
@@ -131,7 +140,7 @@ fn bind_all(sites: u32, port: u16) -> Result<(u16, Vec<TcpListener>), String> {
     let mut last = String::new();
     'ports: for p in candidates {
         let mut listeners = Vec::with_capacity(sites as usize);
-        for i in 0..sites {
+        for i in first..first + sites {
             let addr = SocketAddr::from((site_addr(i), p));
             match bind_one(addr) {
                 Ok(l) => listeners.push(l),
@@ -312,10 +321,10 @@ fn write_log(path: &str, shared: &Shared) -> std::io::Result<usize> {
 }
 
 async fn run(args: Args) -> Result<(), String> {
-    let (port, listeners) = bind_all(args.sites, args.port)?;
+    let (port, listeners) = bind_all(args.first, args.sites, args.port)?;
     let shared = Arc::new(Shared::default());
-    for (i, l) in listeners.into_iter().enumerate() {
-        tokio::spawn(accept_loop(l, i as u32, shared.clone()));
+    for (i, l) in (args.first..).zip(listeners) {
+        tokio::spawn(accept_loop(l, i, shared.clone()));
     }
     let ready_tmp = format!("{}.tmp", args.ready);
     std::fs::write(&ready_tmp, format!("{port}\n"))
@@ -324,8 +333,8 @@ async fn run(args: Args) -> Result<(), String> {
     eprintln!(
         "manysites_server: {} sites on {}..={} port {port}",
         args.sites,
-        site_addr(0),
-        site_addr(args.sites - 1)
+        site_addr(args.first),
+        site_addr(args.first + args.sites - 1)
     );
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .map_err(|e| e.to_string())?;
