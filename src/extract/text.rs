@@ -58,10 +58,11 @@ const BLOCKS: [&str; 32] = [
     "ul",
 ];
 
-/// [`HIDDEN`] and `*`, parsed once for the whole process; None only if a constant did not
-/// parse (a unit test checks).
-static SELECTORS: LazyLock<[Option<Selector>; 2]> =
-    LazyLock::new(|| [HIDDEN.parse().ok(), "*".parse().ok()]);
+/// [`HIDDEN`], parsed once for the whole process; None only if the constant did not parse (a
+/// unit test checks).
+static HIDDEN_SELECTOR: LazyLock<Option<Selector>> = LazyLock::new(|| HIDDEN.parse().ok());
+/// `*`, under which [`is_block`] picks the block elements; parsed once, as [`HIDDEN_SELECTOR`].
+static ANY_SELECTOR: LazyLock<Option<Selector>> = LazyLock::new(|| "*".parse().ok());
 
 /// Whether an element starts and ends a line (its tag name is lower case: lol_html says so).
 fn is_block(el: &Element<'_, '_>) -> bool {
@@ -89,7 +90,7 @@ fn lines_of(html: &[u8], follow_meta_charset: bool, max: usize) -> String {
     let hidden = Rc::new(Cell::new(0u32));
     {
         let mut handlers = Vec::new();
-        if let Some(selector) = &SELECTORS[0] {
+        if let Some(selector) = &*HIDDEN_SELECTOR {
             let hidden = hidden.clone();
             let on_hidden =
                 ElementContentHandlers::default().element(move |el: &mut Element<'_, '_>| {
@@ -110,7 +111,7 @@ fn lines_of(html: &[u8], follow_meta_charset: bool, max: usize) -> String {
                 });
             handlers.push((Cow::Borrowed(selector), on_hidden));
         }
-        if let Some(selector) = &SELECTORS[1] {
+        if let Some(selector) = &*ANY_SELECTOR {
             let text = text.clone();
             let on_block =
                 ElementContentHandlers::default().element(move |el: &mut Element<'_, '_>| {
@@ -251,7 +252,7 @@ mod tests {
 
     #[test]
     fn the_selectors_parse_and_the_block_list_is_sorted() {
-        assert!(SELECTORS.iter().all(Option::is_some));
+        assert!(HIDDEN_SELECTOR.is_some() && ANY_SELECTOR.is_some());
         assert!(
             BLOCKS.windows(2).all(|w| w[0] < w[1]),
             "binary_search needs BLOCKS sorted"
