@@ -39,8 +39,10 @@ impl Tmux {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// The screen, with lines the terminal wrapped joined again (`-J`): a resume command holding
+    /// a long checkout path is one line to the user, however the 100 columns cut it.
     fn screen(&self) -> String {
-        self.run(&["capture-pane", "-p", "-t", "t"])
+        self.run(&["capture-pane", "-p", "-J", "-t", "t"])
     }
 
     /// Waits until the screen shows `what`; returns the screen.
