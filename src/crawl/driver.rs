@@ -3,9 +3,11 @@
 //! exists per site: the dispatcher asks the scheduler what may go and sleeps until then.
 
 use std::sync::atomic::Ordering;
+use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use futures_util::FutureExt as _;
 use tokio::sync::Semaphore;
 use url::Url;
 
@@ -151,9 +153,10 @@ impl Crawler {
         }
     }
 
-    /// Runs a job in its own task, so that a panic inside it (a bug, or input nobody
-    /// foresaw) is caught: the URL is logged `-5` with the panic message, it leaves the
-    /// in-flight list, and the budget is given back — the crawl goes on.
+    /// Runs a job with its panics caught, so that a panic inside it (a bug, or input nobody
+    /// foresaw) is settled: the URL is logged `-5` with the panic message, it leaves the
+    /// in-flight list, and the budget is given back — the crawl goes on. The job runs in this
+    /// task (no second task per job: that cost a spawn and a cross-thread wake-up each).
     async fn run_job_caught(self: Arc<Self>, root: &mut Root, job: Job, thread: usize) -> Pace {
         let (origin, robots_of, candidate) = match &job {
             Job::Robots { origin } => (origin.clone(), Some(origin.clone()), None),
@@ -164,16 +167,13 @@ impl Crawler {
                 Some(chase.candidate.clone()),
             ),
         };
-        let crawler = self.clone();
-        let run = tokio::spawn(async move {
-            // A task of its own, so a root of its own.
-            let mut root = Root::new();
-            crawler.run_job(&mut root, job, thread).await
-        });
+        // Unwind safety: a lock left by a panic is released unpoisoned with its data consistent
+        // between statements (see `locks::Ordered::with`), and the job's own state is dropped.
+        let run = AssertUnwindSafe(self.run_job(root, job, thread)).catch_unwind();
         match run.await {
             Ok(pace) => pace,
-            Err(e) => {
-                let message = panic_message(e);
+            Err(panic) => {
+                let message = panic_text(&*panic);
                 self.runlog
                     .line(&format!("{origin}: a job failed unexpectedly: {message}"));
                 let (robots_of, origin) = (robots_of.as_deref(), origin.as_str());
@@ -354,12 +354,8 @@ fn spawn_resolver(
     })
 }
 
-/// The message of a task's panic (or why it ended otherwise).
-fn panic_message(e: tokio::task::JoinError) -> String {
-    if !e.is_panic() {
-        return e.to_string();
-    }
-    let payload = e.into_panic();
+/// The message a panic carries.
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
     payload
         .downcast_ref::<&str>()
         .map(|s| s.to_string())
@@ -371,18 +367,19 @@ fn panic_message(e: tokio::task::JoinError) -> String {
 mod tests {
     use super::*;
 
-    #[tokio::test]
-    async fn a_panicking_task_gives_its_message() {
-        let str_panic = tokio::spawn(async { panic!("boom") }).await.unwrap_err();
-        assert_eq!(panic_message(str_panic), "boom");
+    #[test]
+    fn a_panic_gives_its_message() {
+        let str_panic = std::panic::catch_unwind(|| panic!("boom")).unwrap_err();
+        assert_eq!(panic_text(&*str_panic), "boom");
         let n = 7;
-        let string_panic = tokio::spawn(async move {
+        let string_panic = std::panic::catch_unwind(|| {
             if n == 7 {
                 panic!("bad value {n}");
             }
         })
-        .await
         .unwrap_err();
-        assert_eq!(panic_message(string_panic), "bad value 7");
+        assert_eq!(panic_text(&*string_panic), "bad value 7");
+        let other = std::panic::catch_unwind(|| std::panic::panic_any(7u8)).unwrap_err();
+        assert_eq!(panic_text(&*other), "a panic without a message");
     }
 }

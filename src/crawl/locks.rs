@@ -119,7 +119,10 @@
 
 use std::cell::Cell;
 use std::marker::PhantomData;
-use std::sync::Mutex;
+// parking_lot's mutex spins briefly before it parks: the engine's locks are held for
+// microseconds, so a waiter usually gets the lock without the two system calls (futex wait and
+// wake) and the context switch a std mutex pays under contention.
+use parking_lot::Mutex;
 
 thread_local! {
     /// The rank of the engine lock this thread holds now (0: none).
@@ -234,7 +237,7 @@ impl<T, L: Level> Ordered<T, L> {
         f: impl FnOnce(&mut T, &mut Key<L>) -> R,
     ) -> R {
         let _rank = Rank::enter(L::RANK);
-        let mut guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let mut guard = self.inner.lock();
         f(&mut guard, &mut Key::new())
     }
 }

@@ -62,5 +62,12 @@ pub enum Ended {
 
 /// Runs the crawl a profile describes, to the end. Returns the whole crawl's statistics.
 pub async fn run(profile: Profile) -> anyhow::Result<Ended> {
-    driver::run(profile).await
+    // The crawl runs as a task on the runtime's workers, not on the thread that called
+    // `block_on`: a job that wakes the dispatcher then schedules it on its own worker, instead
+    // of waking a thread of its own with a system call each time (thousands a second at scale).
+    match tokio::spawn(driver::run(profile)).await {
+        Ok(ended) => ended,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(e) => Err(anyhow::anyhow!("the crawl's task ended early: {e}")),
+    }
 }
