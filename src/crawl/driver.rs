@@ -2,8 +2,8 @@
 //! the signals (Ctrl-C, SIGTERM, SIGUSR1) and the report timer. No task, thread or timer
 //! exists per site: the dispatcher asks the scheduler what may go and sleeps until then.
 
-use std::sync::atomic::Ordering;
 use std::panic::AssertUnwindSafe;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 

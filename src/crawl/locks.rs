@@ -314,8 +314,6 @@ mod tests {
         ("crawl/driver.rs", "run"),
         // The dispatcher's loop, and each job's task it spawns.
         ("crawl/driver.rs", "dispatch"),
-        // The inner task a job runs in (a panic in it is caught by the outer one).
-        ("crawl/driver.rs", "run_job_caught"),
         ("crawl/driver.rs", "spawn_reports"),
         // Each name lookup's task.
         ("crawl/driver.rs", "spawn_resolver"),
