@@ -171,6 +171,18 @@ pub fn looks_empty(html: &[u8], page: &Url) -> Emptiness {
     out
 }
 
+/// Whether the page may be empty without JavaScript at all: the rule needs a `<script>`, and a
+/// script element needs a `<script` start tag in the bytes the rule reads. This byte scan is
+/// exact for that one condition and costs a fraction of [`looks_empty`]'s parse, which the crawl
+/// then runs only on pages that carry a script (a plain page of a many-sites crawl never).
+pub fn may_be_empty(html: &[u8]) -> bool {
+    let head = &html[..html.len().min(MAX_READ)];
+    head.split(|&b| b == b'<').skip(1).any(|rest| {
+        rest.get(..6)
+            .is_some_and(|t| t.eq_ignore_ascii_case(b"script"))
+    })
+}
+
 /// Characters that are not whitespace.
 fn visible_len(s: &str) -> usize {
     s.chars().filter(|c| !c.is_whitespace()).count()
@@ -207,8 +219,38 @@ mod tests {
         Url::parse("http://example.test/app/").unwrap()
     }
 
+    /// The rule on `html`, checking on the way that the quick scan never rules out a page
+    /// the parse saw a script on.
     fn judge(html: &str) -> Emptiness {
-        looks_empty(html.as_bytes(), &page())
+        let e = looks_empty(html.as_bytes(), &page());
+        if e.scripts > 0 {
+            assert!(may_be_empty(html.as_bytes()), "{html}");
+        }
+        e
+    }
+
+    #[test]
+    fn the_quick_scan_looks_for_a_script_start_tag() {
+        for html in [
+            "<SCRIPT>x()</SCRIPT>",
+            "<p>a</p><ScRiPt src=a.js>",
+            "<script",
+            "<!-- <script -->",
+        ] {
+            assert!(may_be_empty(html.as_bytes()), "{html}");
+        }
+        for html in [
+            "",
+            "<p>no scripts here</p>",
+            "a script, a </script> end tag",
+            "< script>",
+        ] {
+            assert!(!may_be_empty(html.as_bytes()), "{html}");
+            assert_eq!(judge(html).scripts, 0, "{html}");
+        }
+        // Only the bytes the rule reads count.
+        let late = format!("{}<script>", " ".repeat(MAX_READ));
+        assert!(!may_be_empty(late.as_bytes()));
     }
 
     #[test]

@@ -189,7 +189,8 @@ impl Rendering {
             _ => {
                 let encoding = f.header("content-encoding");
                 let head = crate::extract::decode_body(encoding, &f.payload[..], RULE_BYTES);
-                browser::looks_empty(&head.bytes, &f.url).is_empty()
+                browser::may_be_empty(&head.bytes)
+                    && browser::looks_empty(&head.bytes, &f.url).is_empty()
             }
         };
         if !qualifies {

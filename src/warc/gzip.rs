@@ -240,7 +240,10 @@ mod tests {
             let text = &readme[..len.min(readme.len())];
             let ours = member(&mut w, &[text]).len();
             let zlib = gz_encoder(text).len();
-            assert!(ours <= zlib + zlib / 50, "{len} bytes: {ours} against zlib's {zlib}");
+            assert!(
+                ours <= zlib + zlib / 50,
+                "{len} bytes: {ours} against zlib's {zlib}"
+            );
         }
     }
 
