@@ -50,8 +50,8 @@ impl Crawler {
     /// revisit record when an identical payload was archived before (in this crawl or in an
     /// earlier one the profile names). A record that cannot be written (a full disk, say) stops
     /// the crawl cleanly: it can be resumed once there is room.
-    /// The record is written by the archive thread (see `super::writer`); this job waits for
-    /// it, so the URL is settled only once its record is with the OS.
+    /// The record is written at the archive desk (see `super::writer`) before this returns, so
+    /// the URL is settled only once its record is with the OS.
     pub(super) async fn archive(
         &self,
         root: &mut Root,
@@ -64,7 +64,7 @@ impl Crawler {
         if let Some(t) = f.truncated {
             notes.push(format!("truncated:{t}"));
         }
-        let result = self.archive.write(ToArchive::take(f)).await;
+        let result = root.with(|key| self.archive.write(key, ToArchive::take(f)));
         // Where the record is, as Heritrix's crawl.log says it: a line leads to its bytes.
         let extra = result.as_ref().ok().map(|r| {
             let w = r.written();

@@ -1,12 +1,11 @@
-//! The `Crawler`: what one crawl holds while it runs, behind two locks, and the thread that
-//! writes its WARCs.
+//! The `Crawler`: what one crawl holds while it runs, behind three locks.
 //!
 //! - the scheduler ([`Sched`]: queues, sites, budgets, the site book), rank 1;
-//! - the journal ([`Journal`]: crawl.log, the statistics, refusals.log, the run book), rank 3;
-//! - the WARC writer and the digest index belong to the archive thread
-//!   ([`ArchiveThread`](super::writer::ArchiveThread)), reached by message, not by lock.
+//! - the archive desk ([`ArchiveDesk`]: the WARC writer and the digest index), rank 2;
+//! - the journal ([`Journal`]: crawl.log, the statistics, refusals.log, the run book), rank 3.
 //!
-//! Each lock is reached only through `with_sched` or `with_journal`, which take the caller's
+//! Each lock is reached only through `with_sched`, the desk's `write` and `close`, or `with_journal`,
+//! which take the caller's
 //! `&mut Key<Free>` (it holds no engine lock) and lend the data to a closure that gets no key:
 //! the engine never holds two of its locks at once, and the types say so (see
 //! [`super::locks`]). `with_sched` also carries out what the scheduler left in its outbox once
@@ -24,7 +23,7 @@ use super::archived::ArchivedBefore;
 use super::journal::Journal;
 use super::locks::{Free, InJournal, InSched, Key, Ordered, Root};
 use super::sched::{Gate, Limits, Outbox, ResolveRequest, Sched};
-use super::writer::{Archive, ArchiveThread};
+use super::writer::{Archive, ArchiveDesk};
 use crate::config::Profile;
 use crate::frontier::Frontier;
 use crate::logs::crawllog::CrawlLog;
@@ -50,7 +49,7 @@ pub(super) struct Crawler {
     pub(super) content_traps_on: bool,
     sched: Ordered<Sched, InSched>,
     /// Writes the WARC records, in the order jobs hand them in.
-    pub(super) archive: ArchiveThread,
+    pub(super) archive: ArchiveDesk,
     journal: Ordered<Journal, InJournal>,
     /// Wakes the dispatcher: new work, a finished job, a resolved name, a stop.
     pub(super) wake: Notify,
@@ -163,8 +162,7 @@ impl Crawler {
         );
         let last_start = runs.runs.last().map(|r| r.started.as_str());
         let archive = Archive::new(warc, digests, profile.dedup.max_digests, shared_digests);
-        let archive =
-            ArchiveThread::start(archive).context("cannot start the WARC writer thread")?;
+        let archive = ArchiveDesk::new(archive);
         let archived = ArchivedBefore::new(archived, &index_dir, last_start);
         let crawler = Crawler {
             scope: Scope::new(profile.scope.clone(), &profile.seeds),
@@ -298,9 +296,7 @@ impl Crawler {
         root.with(|key| self.commit(key));
         self.progress.finish();
         root.with(|key| self.leave_shared(key));
-        self.archive
-            .close()
-            .await
+        root.with(|key| self.archive.close(key))
             .context("cannot close the last WARC file")?;
         root.with(|key| self.sum_up(key))
     }
@@ -373,9 +369,7 @@ impl Crawler {
     /// Ends a run that had nothing to do, touching no report: only run.log says it happened.
     pub(super) async fn leave_complete(&self, root: &mut Root) -> anyhow::Result<Stats> {
         root.with(|key| self.leave_shared(key));
-        self.archive
-            .close()
-            .await
+        root.with(|key| self.archive.close(key))
             .context("cannot close the WARC writer")?;
         let stats = root.with(|key| {
             self.with_journal(key, |j| {

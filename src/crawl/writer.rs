@@ -1,44 +1,35 @@
-//! The archive thread: one OS thread owns the WARC writer and the digest index ([`Archive`]);
-//! jobs hand it their exchange over a bounded channel and await where the record went.
+//! The archive desk: the WARC writer and the digest index ([`Archive`]) behind the engine's
+//! rank-2 lock; a job hands in its exchange and gets back where the record went.
 //!
-//! Compressing and writing a record is blocking, CPU-heavy work. Done on the async workers
-//! (under `block_in_place`) it held up every other site's exchange on that worker and made
-//! tokio start a new blocking thread each time the worker was handed over: hundreds of threads,
-//! and the memory glibc keeps for each. One thread instead writes the records one after another,
-//! beside the async workers (so the crawl uses a second core), with one deflate state and one
-//! buffer for all of them.
+//! A record is written by the job's own task, on the async worker it runs on: compressing and
+//! writing the few KB of a typical exchange takes tens of microseconds, less than handing it to
+//! another thread and being woken with the answer (two thread wake-ups per exchange, which on an
+//! idle machine cost more than the work; README, "Where the CPU goes"). A big record (a body
+//! spooled to disk, or over [`BIG_RECORD`]) and any record that may ask the shared frontier's
+//! database for a digest is written under `block_in_place`, so the other sites' exchanges on that
+//! worker go on meanwhile; those are rare, so the blocking pool stays small.
 //!
-//! The guarantees are those of the lock it replaces. A job's URL is settled only after the
-//! reply, and the reply comes after the record's bytes are with the OS. The digest index is
-//! asked and filled here, record by record, so a revisit always refers to a record written
-//! before it. Closing (rotation, the last file) happens here too, so the CDXJ is written and the
-//! `.open` name dropped in the order the records went in.
+//! The guarantees: a job's URL is settled only after `write` returns, and it returns after the
+//! record's bytes are with the OS. The digest index is asked and filled under the same lock,
+//! record by record, so a revisit always refers to a record written before it. Closing (rotation,
+//! the last file) happens under it too, so the CDXJ is written and the `.open` name dropped in the
+//! order the records went in. A panic while writing leaves the desk broken: nothing more is
+//! written in this run, and the half-written file is left `.open` for the next run's recovery.
 
 use std::net::IpAddr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use chrono::{DateTime, Utc};
-use tokio::sync::{mpsc, oneshot};
 
+use super::locks::{Free, InArchive, Key, Ordered};
 use crate::dedup::DigestIndex;
 use crate::frontier::{FirstCapture, SharedDigests};
 use crate::net::fetch::Fetched;
 use crate::spool::Spool;
 use crate::warc::{Exchange, Revisit, WarcError, WarcWriter, Written};
 
-/// Exchanges waiting for the thread, at most. Enough to cover a burst (ten thousand sites
-/// answering within the same second); when full, jobs wait their turn, so a slow disk slows
-/// the crawl instead of filling the memory.
-const QUEUE: usize = 256;
-
-/// What the thread does.
-enum Order {
-    Write(
-        Box<ToArchive>,
-        oneshot::Sender<Result<Record, ArchiveError>>,
-    ),
-    Close(oneshot::Sender<Result<(), ArchiveError>>),
-}
+/// A response at least this big is written beside the async workers (`block_in_place`).
+const BIG_RECORD: u64 = 256 * 1024;
 
 /// What archiving one exchange needs from its `Fetched`: the bytes of both messages (taken out
 /// of it, since nothing reads them after the record is written) and the record's fields.
@@ -68,6 +59,11 @@ impl ToArchive {
             payload_digest: f.payload_digest.clone(),
         }
     }
+
+    /// Too big, or too slow, to write on an async worker.
+    fn blocking(&self, shared_digests: bool) -> bool {
+        self.response.on_disk() || self.response.len() >= BIG_RECORD || shared_digests
+    }
 }
 
 /// What was written, and where.
@@ -88,96 +84,101 @@ impl Record {
 pub(super) enum ArchiveError {
     #[error(transparent)]
     Warc(#[from] WarcError),
-    /// The thread met a bug (a panic) or is gone: nothing more is written in this run, and the
+    /// The writer met a bug (a panic) earlier: nothing more is written in this run, and the
     /// `.open` file is left for the next run's recovery to close.
     #[error("the WARC writer stopped: {0}")]
     Stopped(String),
 }
 
-/// The job side of the thread.
-pub(super) struct ArchiveThread {
-    orders: mpsc::Sender<Order>,
+/// The archive and whether a panic broke it, behind the rank-2 lock.
+struct Desk {
+    archive: Option<Archive>,
+    broken: Option<String>,
 }
 
-impl ArchiveThread {
-    /// Starts the thread, which owns `archive` from now on.
-    pub(super) fn start(archive: Archive) -> std::io::Result<ArchiveThread> {
-        let (orders, inbox) = mpsc::channel(QUEUE);
-        std::thread::Builder::new()
-            .name("warc-writer".to_string())
-            .spawn(move || serve(archive, inbox))?;
-        Ok(ArchiveThread { orders })
+impl Drop for Desk {
+    fn drop(&mut self) {
+        if self.broken.is_some() {
+            // Dropping the writer would seal the file as it is, torn record and all.
+            std::mem::forget(self.archive.take());
+        }
+    }
+}
+
+/// Where jobs hand in their exchanges.
+pub(super) struct ArchiveDesk {
+    desk: Ordered<Desk, InArchive>,
+    /// The archive may ask the shared frontier's database (a network round trip).
+    shared_digests: bool,
+}
+
+impl ArchiveDesk {
+    pub(super) fn new(archive: Archive) -> ArchiveDesk {
+        let shared_digests = archive.shared.is_some();
+        ArchiveDesk {
+            desk: Ordered::new(Desk {
+                archive: Some(archive),
+                broken: None,
+            }),
+            shared_digests,
+        }
     }
 
     /// Writes the exchange (a response, or a revisit of an earlier identical payload) and its
     /// request; returns once the bytes are with the OS.
-    pub(super) async fn write(&self, ex: ToArchive) -> Result<Record, ArchiveError> {
-        let (reply, answer) = oneshot::channel();
-        self.ask(Order::Write(Box::new(ex), reply), answer).await
+    pub(super) fn write(
+        &self,
+        key: &mut Key<Free>,
+        mut ex: ToArchive,
+    ) -> Result<Record, ArchiveError> {
+        let blocking = ex.blocking(self.shared_digests);
+        let write = || self.carry_out(key, |a| a.write(&mut ex).map_err(ArchiveError::from));
+        beside_workers(blocking, write)
     }
 
     /// Closes the current WARC (index, then rename). The next write opens a new one.
-    pub(super) async fn close(&self) -> Result<(), ArchiveError> {
-        let (reply, answer) = oneshot::channel();
-        self.ask(Order::Close(reply), answer).await
+    pub(super) fn close(&self, key: &mut Key<Free>) -> Result<(), ArchiveError> {
+        let close = || self.carry_out(key, |a| a.warc.close().map_err(ArchiveError::from));
+        beside_workers(true, close)
     }
 
-    async fn ask<T>(
+    /// Runs `work` on the archive under its lock, unless a panic broke it; a panic in `work`
+    /// breaks it.
+    fn carry_out<T>(
         &self,
-        order: Order,
-        answer: oneshot::Receiver<Result<T, ArchiveError>>,
+        key: &mut Key<Free>,
+        work: impl FnOnce(&mut Archive) -> Result<T, ArchiveError>,
     ) -> Result<T, ArchiveError> {
-        let gone = || ArchiveError::Stopped("its thread has ended".to_string());
-        self.orders.send(order).await.map_err(|_| gone())?;
-        answer.await.unwrap_or_else(|_| Err(gone()))
-    }
-}
-
-/// The thread: carries out the orders in the order they came, until every job side is gone.
-/// A panic is caught so that the job waiting gets an error (and the crawl stops cleanly)
-/// rather than waiting for ever; after one, the half-written file is left `.open` for the
-/// recovery of the next run instead of being sealed here with whatever it holds.
-fn serve(archive: Archive, mut inbox: mpsc::Receiver<Order>) {
-    let mut archive = Some(archive);
-    let mut broken: Option<String> = None;
-    while let Some(mut order) = inbox.blocking_recv() {
-        let result = match (&broken, archive.as_mut()) {
-            (None, Some(a)) => catch_unwind(AssertUnwindSafe(|| carry_out(a, &mut order))),
-            _ => Ok(None),
-        };
-        let outcome = match result {
-            Ok(outcome) => outcome,
-            Err(panic) => {
-                let why = panic_text(&*panic);
-                tracing::error!("the WARC writer thread panicked: {why}");
-                broken = Some(why);
-                None
+        self.desk.with(key, |desk, _| {
+            if let Some(why) = &desk.broken {
+                return Err(ArchiveError::Stopped(why.clone()));
             }
-        };
-        let stopped = || ArchiveError::Stopped(broken.clone().unwrap_or_default());
-        match (order, outcome) {
-            (Order::Write(_, reply), Some(Done::Wrote(r))) => drop(reply.send(r)),
-            (Order::Close(reply), Some(Done::Closed(r))) => drop(reply.send(r)),
-            (Order::Write(_, reply), _) => drop(reply.send(Err(stopped()))),
-            (Order::Close(reply), _) => drop(reply.send(Err(stopped()))),
-        }
-    }
-    if broken.is_some() {
-        // Dropping the writer would seal the file as it is, torn record and all.
-        std::mem::forget(archive.take());
+            let Some(archive) = desk.archive.as_mut() else {
+                return Err(ArchiveError::Stopped("the archive is gone".to_string()));
+            };
+            match catch_unwind(AssertUnwindSafe(|| work(archive))) {
+                Ok(result) => result,
+                Err(panic) => {
+                    let why = panic_text(&*panic);
+                    tracing::error!("the WARC writer panicked: {why}");
+                    desk.broken = Some(why.clone());
+                    Err(ArchiveError::Stopped(why))
+                }
+            }
+        })
     }
 }
 
-enum Done {
-    Wrote(Result<Record, ArchiveError>),
-    Closed(Result<(), ArchiveError>),
-}
-
-fn carry_out(archive: &mut Archive, order: &mut Order) -> Option<Done> {
-    Some(match order {
-        Order::Write(ex, _) => Done::Wrote(archive.write(ex).map_err(ArchiveError::from)),
-        Order::Close(_) => Done::Closed(archive.warc.close().map_err(ArchiveError::from)),
-    })
+/// Runs `work` here, or under `block_in_place` when it may block for long (on the crawl's
+/// multi-threaded runtime; a single-threaded one, as in some tests, runs it here).
+fn beside_workers<R>(blocking: bool, work: impl FnOnce() -> R) -> R {
+    let multi = tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    if blocking && multi {
+        tokio::task::block_in_place(work)
+    } else {
+        work()
+    }
 }
 
 fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
@@ -188,7 +189,7 @@ fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "a panic".to_string())
 }
 
-/// The WARC writer and what deduplication needs, owned by the thread.
+/// The WARC writer and what deduplication needs, behind the desk's lock.
 pub(super) struct Archive {
     pub(super) warc: WarcWriter,
     /// Payload digests already archived, for revisit records.
@@ -316,6 +317,7 @@ impl Archive {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::crawl::locks::Root;
     use crate::warc::{WarcSettings, WarcVersion};
 
     fn exchange(uri: &str, body: &str) -> ToArchive {
@@ -340,31 +342,19 @@ mod tests {
     /// Records go in the order they were handed in, an identical payload becomes a revisit of
     /// the first, offsets grow, and close seals the file (CDXJ, then the rename).
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn the_thread_writes_in_order_dedups_and_seals() {
+    async fn the_desk_writes_in_order_dedups_and_seals() {
         let dir = tempfile::tempdir().unwrap();
-        let settings = WarcSettings {
-            warc_dir: dir.path().join("warcs"),
-            index_dir: dir.path().join("indexes"),
-            prefix: "T".to_string(),
-            max_bytes: 1 << 30,
-            version: WarcVersion::V1_1,
-            info: Vec::new(),
-        };
-        let warc = WarcWriter::new(settings).unwrap();
-        let thread =
-            ArchiveThread::start(Archive::new(warc, DigestIndex::new(), 10, None)).unwrap();
-        let a = thread
-            .write(exchange("http://a.test/", "same"))
-            .await
-            .unwrap();
-        let b = thread
-            .write(exchange("http://b.test/", "other"))
-            .await
-            .unwrap();
-        let c = thread
-            .write(exchange("http://c.test/", "same"))
-            .await
-            .unwrap();
+        let desk = ArchiveDesk::new(Archive::new(
+            writer(dir.path()),
+            DigestIndex::new(),
+            10,
+            None,
+        ));
+        let mut root = Root::new();
+        let mut write = |uri: &str, body: &str| root.with(|k| desk.write(k, exchange(uri, body)));
+        let a = write("http://a.test/", "same").unwrap();
+        let b = write("http://b.test/", "other").unwrap();
+        let c = write("http://c.test/", "same").unwrap();
         assert!(matches!(a, Record::Full(_)) && matches!(b, Record::Full(_)));
         assert!(
             matches!(c, Record::Revisit(_)),
@@ -375,7 +365,7 @@ mod tests {
             offsets[0] < offsets[1] && offsets[1] < offsets[2],
             "{offsets:?}"
         );
-        thread.close().await.unwrap();
+        root.with(|k| desk.close(k)).unwrap();
         let name = &a.written().filename;
         assert!(
             dir.path().join("warcs").join(name).is_file(),
@@ -384,11 +374,50 @@ mod tests {
         let stem = name.strip_suffix(".warc.gz").unwrap();
         let cdxj = std::fs::read_to_string(dir.path().join("indexes").join(format!("{stem}.cdxj")));
         assert_eq!(cdxj.unwrap().lines().count(), 3);
-        // A write after close opens the next file.
-        let d = thread
-            .write(exchange("http://d.test/", "new"))
-            .await
+        // A write after close opens the next file; a big one is written beside the workers.
+        let big = "x".repeat(BIG_RECORD as usize + 10);
+        let d = root
+            .with(|k| desk.write(k, exchange("http://d.test/", &big)))
             .unwrap();
         assert_ne!(&d.written().filename, name);
+    }
+
+    /// A panic while writing breaks the desk: later writes are refused, and the `.open` file
+    /// is left as it is for the next run's recovery rather than sealed.
+    #[test]
+    fn a_panic_breaks_the_desk_and_leaves_the_file_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let desk = ArchiveDesk::new(Archive::new(
+            writer(dir.path()),
+            DigestIndex::new(),
+            10,
+            None,
+        ));
+        let mut root = Root::new();
+        root.with(|k| desk.write(k, exchange("http://a.test/", "one")))
+            .unwrap();
+        let boom =
+            root.with(|k| desk.carry_out(k, |_| -> Result<(), ArchiveError> { panic!("boom") }));
+        assert!(matches!(boom, Err(ArchiveError::Stopped(why)) if why == "boom"));
+        let after = root.with(|k| desk.write(k, exchange("http://b.test/", "two")));
+        assert!(matches!(after, Err(ArchiveError::Stopped(_))));
+        drop(desk);
+        let names: Vec<String> = std::fs::read_dir(dir.path().join("warcs"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+            .collect();
+        assert!(names.iter().all(|n| n.ends_with(".open")), "{names:?}");
+    }
+
+    fn writer(dir: &std::path::Path) -> WarcWriter {
+        let settings = WarcSettings {
+            warc_dir: dir.join("warcs"),
+            index_dir: dir.join("indexes"),
+            prefix: "T".to_string(),
+            max_bytes: 1 << 30,
+            version: WarcVersion::V1_1,
+            info: Vec::new(),
+        };
+        WarcWriter::new(settings).unwrap()
     }
 }
