@@ -92,6 +92,9 @@ fn take(threads: &Mutex<Vec<usize>>) -> std::sync::MutexGuard<'_, Vec<usize>> {
     threads.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// The shortest sleep of the dispatcher between two due sites (see `next_job`).
+const DISPATCH_TICK: Duration = Duration::from_millis(5);
+
 /// Waits until a budget may go and returns its next job; None when the crawl is over.
 async fn next_job(crawler: &Crawler, root: &mut Root) -> Option<(String, Job)> {
     loop {
@@ -108,6 +111,11 @@ async fn next_job(crawler: &Crawler, root: &mut Root) -> Option<(String, Job)> {
             Turn::Over if crawler.rendering.active() > 0 => woken.await,
             Turn::Over => return None,
             Turn::Wait(Some(at)) => {
+                // Sleep at least a tick: the sites due meanwhile start together on one wake-up
+                // instead of one wake-up each (thousands a second at scale, each a thread woken
+                // and put back to sleep). A request starts at most a tick after it may; the pause
+                // before it only grows.
+                let at = at.max(Instant::now() + DISPATCH_TICK);
                 tokio::select! {
                     _ = tokio::time::sleep_until(tokio::time::Instant::from_std(at)) => {}
                     _ = woken => {}
