@@ -97,6 +97,23 @@ impl Emptiness {
     }
 }
 
+/// The rule's answer for `html` found at `page`: [`looks_empty`]`(html, page).is_empty()`, but
+/// a page without a `<script` tag is answered without parsing it. The rule wants a script,
+/// and a script element's start tag is always these seven bytes (ASCII case aside: the
+/// tokenizer lower-cases tag names, and the rule parses the bytes as UTF-8). Most pages of a
+/// static site have none, and the rule's parse was ~5% of the crawler's CPU there.
+pub fn empty_without_js(html: &[u8], page: &Url) -> bool {
+    has_script_tag(&html[..html.len().min(MAX_READ)]) && looks_empty(html, page).is_empty()
+}
+
+/// Whether `html` holds `<script`, in any case.
+fn has_script_tag(html: &[u8]) -> bool {
+    memchr::memchr_iter(b'<', html).any(|i| {
+        html.get(i + 1..i + 7)
+            .is_some_and(|name| name.eq_ignore_ascii_case(b"script"))
+    })
+}
+
 /// Counts, on `html` (decoded, UTF-8 or ASCII-compatible) found at `page`, what the rule needs.
 pub fn looks_empty(html: &[u8], page: &Url) -> Emptiness {
     let seen = RefCell::new(Emptiness::default());
@@ -293,6 +310,27 @@ mod tests {
         assert_eq!(e.visible_chars, 0);
         assert!(e.app_root);
         assert!(e.is_empty());
+    }
+
+    #[test]
+    fn the_short_answer_agrees_with_the_rule() {
+        let pages = [
+            r#"<div id="root"></div><SCRIPT src="a.js"></SCRIPT>"#,
+            r#"<div id="root"></div><ScRiPt>start()</script>"#,
+            r#"<div id="root"></div><noscript>enable js</noscript>"#,
+            r#"<div id="root"></div><!-- <script> in a comment -->"#,
+            r#"<div id="root"></div><scripts></scripts>"#,
+            r#"<p>plain</p>"#,
+            "<div id=\"root\"<<script \u{fffd}<noscript>",
+            "<",
+            "",
+        ];
+        for html in pages {
+            let rule = looks_empty(html.as_bytes(), &page()).is_empty();
+            assert_eq!(empty_without_js(html.as_bytes(), &page()), rule, "{html}");
+        }
+        assert!(empty_without_js(pages[0].as_bytes(), &page()));
+        assert!(!has_script_tag(b"<p>no script</p> <scrip"));
     }
 
     #[test]

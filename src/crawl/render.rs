@@ -189,7 +189,7 @@ impl Rendering {
             _ => {
                 let encoding = f.header("content-encoding");
                 let head = crate::extract::decode_body(encoding, &f.payload[..], RULE_BYTES);
-                browser::looks_empty(&head.bytes, &f.url).is_empty()
+                browser::empty_without_js(&head.bytes, &f.url)
             }
         };
         if !qualifies {
