@@ -71,12 +71,22 @@ impl Crawler {
                 let charset = f.header("content-type").and_then(charset_of);
                 let max = self.profile.max_outlinks.saturating_sub(links.len());
                 let reader = reader.take(MAX_DECODED_HTML as u64);
-                let page = extract::extract_html_limited(reader, charset, &f.url, token, max);
+                // The page text comes from the links' parse when that parse reads the whole
+                // body the fingerprint reads (not cut, not corrupt).
+                let whole = !decoded.capped && decoded.error.is_none();
+                let text_max = crate::scope::traps::MAX_VISIBLE_TEXT;
+                let (page, page_text) = if self.content_traps_on && whole {
+                    extract::extract_html_and_text(reader, charset, &f.url, token, max, text_max)
+                } else {
+                    let page = extract::extract_html_limited(reader, charset, &f.url, token, max);
+                    (page, None)
+                };
                 directives.merge(page.directives);
                 links.extend(page.links);
                 left_out = page.left_out;
                 if self.content_traps_on {
-                    let text = crate::scope::traps::visible_text(&decoded.bytes);
+                    let text = page_text
+                        .unwrap_or_else(|| crate::scope::traps::visible_text(&decoded.bytes));
                     let hash = crate::scope::traps::text_hash(&text);
                     trap = self.with_sched(key, |s| {
                         let traps = s.content_traps.as_mut()?;

@@ -2,6 +2,8 @@
 
 use std::borrow::Cow;
 
+use lol_html::html_content::Element;
+
 use super::attr::is_ascii_ws;
 
 /// Charset labels that mean UTF-16 (besides those starting with `utf-16`).
@@ -83,4 +85,56 @@ fn utf16_to_utf8(bytes: &[u8], big_endian: bool) -> Vec<u8> {
         .map(|c| c.unwrap_or(char::REPLACEMENT_CHARACTER))
         .collect::<String>()
         .into_bytes()
+}
+
+/// The labels of UTF-8 (WHATWG Encoding), lower case.
+const UTF8_LABELS: &[&str] = &[
+    "unicode-1-1-utf-8",
+    "unicode11utf8",
+    "unicode20utf8",
+    "utf-8",
+    "utf8",
+    "x-unicode20utf8",
+];
+
+/// Whether a charset label names UTF-8 (any case, ASCII whitespace around it ignored, as
+/// lol_html's encoding lookup reads labels).
+pub(super) fn is_utf8_label(label: &str) -> bool {
+    let label = label.trim_matches(is_ascii_ws);
+    UTF8_LABELS.iter().any(|l| label.eq_ignore_ascii_case(l))
+}
+
+/// Whether this `<meta>` could make lol_html, following the document's meta charset, read the
+/// page as something other than UTF-8: a `charset` attribute naming anything else, or an
+/// `http-equiv=content-type` whose content is not plainly `text/html` in UTF-8. Errs towards
+/// yes (a yes only costs a second parse for the page text).
+pub(super) fn meta_may_name_other_charset(el: &Element<'_, '_>) -> bool {
+    let by_charset = el
+        .get_attribute("charset")
+        .is_some_and(|c| !is_utf8_label(&c));
+    let content_type = el
+        .get_attribute("http-equiv")
+        .is_some_and(|h| h.eq_ignore_ascii_case("content-type"));
+    by_charset || (content_type && !plain_utf8_html(el.get_attribute("content").as_deref()))
+}
+
+/// `text/html`, alone or with one parameter `charset=` naming UTF-8 (case and whitespace around
+/// the parts aside): no reading of it names another charset.
+fn plain_utf8_html(content: Option<&str>) -> bool {
+    let Some(content) = content else {
+        return true;
+    };
+    let mut parts = content.split(';').map(|p| p.trim_matches(is_ascii_ws));
+    let html = parts
+        .next()
+        .is_some_and(|t| t.eq_ignore_ascii_case("text/html"));
+    let charset = match parts.next() {
+        None => true,
+        Some(param) => param
+            .get(..8)
+            .filter(|name| name.eq_ignore_ascii_case("charset="))
+            .and_then(|_| param.get(8..))
+            .is_some_and(|label| UTF8_LABELS.iter().any(|l| label.eq_ignore_ascii_case(l))),
+    };
+    html && charset && parts.next().is_none()
 }

@@ -750,17 +750,23 @@ fn the_parse_needs_three_selectors_parsed_once() {
         "a selector did not parse"
     );
     let state = RefCell::new(Collector::with_limit(10));
-    let list = handlers(&state, Scope::Document { agent_token: AGENT });
+    let list = handlers(&state, Scope::Document { agent_token: AGENT }, None);
     assert_eq!(list.len(), SELECTOR_TEXTS.len());
     assert!(list.iter().all(|(s, _)| matches!(s, Cow::Borrowed(_))));
     assert_eq!(
-        handlers(&state, Scope::Noscript).len(),
+        handlers(&state, Scope::Noscript, None).len(),
         2,
         "no <noscript> inside one"
     );
     // Every attribute rule names an element and an attribute, as on_element reads them.
     for rule in ATTR_RULES {
         assert_eq!(rule.selector, format!("{}[{}]", rule_tag(rule), rule.attr));
+        assert!(rule_is_for(rule, rule_tag(rule)));
+        assert!(
+            !rule_is_for(rule, &rule_tag(rule)[1..]),
+            "{}",
+            rule.selector
+        );
     }
 }
 
