@@ -2,6 +2,8 @@
 //! the same lines, refusals.log and the run book. Every URL not fetched is logged here, by
 //! [`Crawler::log_drop`] and the few `log_*` methods beside it.
 
+use std::borrow::Cow;
+
 use url::Url;
 
 use super::candidates::Dropped;
@@ -37,19 +39,26 @@ impl Journal {
 
     /// One crawl.log line, counted as crawl.log will read back (see `Stats::from_log`).
     fn write(&mut self, entry: &Entry<'_>) {
-        let uri = entry.uri.replace(' ', "%20");
-        let mime = entry.mime.map(|m| m.replace(' ', ""));
-        let annotations: Vec<String> = entry
-            .annotations
-            .iter()
-            .map(|a| crate::logs::crawllog::clean_annotation(a))
-            .collect();
+        // The fields as crawl.log holds them; copied only when they hold a space (rarely).
+        let uri = without(entry.uri, "%20");
+        let mime = entry.mime.map(|m| without(m, ""));
+        let cleaned: Vec<String>;
+        let annotations = if entry.annotations.iter().any(|a| a.contains(' ')) {
+            cleaned = entry
+                .annotations
+                .iter()
+                .map(|a| crate::logs::crawllog::clean_annotation(a))
+                .collect();
+            &cleaned
+        } else {
+            &entry.annotations
+        };
         self.stats.record(&crate::logs::report::Outcome {
             uri: &uri,
             status: entry.status,
             size: entry.size,
             mime: mime.as_deref().filter(|m| !m.is_empty()),
-            annotations: &annotations,
+            annotations,
         });
         if let Err(e) = self.log.write(entry) {
             tracing::error!("cannot write crawl.log: {e}");
@@ -64,6 +73,15 @@ impl Journal {
         {
             tracing::error!("cannot write refusals.log: {e}");
         }
+    }
+}
+
+/// `s` with its spaces written as `space`.
+fn without<'a>(s: &'a str, space: &str) -> Cow<'a, str> {
+    if s.contains(' ') {
+        Cow::Owned(s.replace(' ', space))
+    } else {
+        Cow::Borrowed(s)
     }
 }
 

@@ -2,7 +2,9 @@
 
 use std::borrow::Cow;
 
+use encoding_rs::Encoding;
 use lol_html::html_content::Element;
+use lol_html::AsciiCompatibleEncoding;
 
 use super::attr::is_ascii_ws;
 
@@ -19,19 +21,15 @@ pub(super) const UTF16_LABELS: &[&str] = &[
 /// The bytes handed to lol_html and how to tell it their encoding.
 pub(super) struct Input<'a> {
     pub(super) bytes: Cow<'a, [u8]>,
-    /// Encoding label announced to lol_html through a synthetic leading `<meta charset>`.
+    /// The header's charset label, cleaned (see [`ascii_compatible`]).
     pub(super) label: Option<String>,
     /// Let the document's own `<meta charset>` choose the encoding (if no label did).
     pub(super) sniff_meta: bool,
 }
 
-/// Chooses the encoding. lol_html only takes encodings it can name itself and only through
-/// its `<meta charset>` handling (its `AsciiCompatibleEncoding` needs the `encoding_rs` crate
-/// to build), so the header's charset is fed as a synthetic `<meta charset="LABEL">` before the
-/// page: lol_html adopts the first acceptable meta charset and ignores later ones, which gives
-/// the header precedence over the document, and falls back to the document's meta when the
-/// label is unknown or not ASCII-compatible. UTF-16 (lol_html cannot parse it) is transcoded
-/// to UTF-8 here.
+/// Chooses the encoding: the header's charset (as a label lol_html is then told to read the page
+/// in, see [`ascii_compatible`]), else the document's own `<meta charset>`. UTF-16 (lol_html
+/// cannot parse it) is transcoded to UTF-8 here.
 pub(super) fn prepare_input<'a>(html: &'a [u8], charset: Option<&str>) -> Input<'a> {
     let forced = |bytes: Cow<'a, [u8]>| Input {
         bytes,
@@ -62,7 +60,7 @@ pub(super) fn prepare_input<'a>(html: &'a [u8], charset: Option<&str>) -> Input<
     }
 }
 
-/// A charset label safe to put into markup: lower case, only `[a-z0-9._:-]`, at most 40 bytes.
+/// A charset label as a header gives it, cleaned: lower case, only `[a-z0-9._:-]`, at most 40 bytes.
 pub(super) fn clean_label(charset: &str) -> Option<String> {
     let label = charset
         .trim_matches(|c: char| is_ascii_ws(c) || c == '"' || c == '\'')
@@ -87,21 +85,15 @@ fn utf16_to_utf8(bytes: &[u8], big_endian: bool) -> Vec<u8> {
         .into_bytes()
 }
 
-/// The labels of UTF-8 (WHATWG Encoding), lower case.
-const UTF8_LABELS: &[&str] = &[
-    "unicode-1-1-utf-8",
-    "unicode11utf8",
-    "unicode20utf8",
-    "utf-8",
-    "utf8",
-    "x-unicode20utf8",
-];
+/// The encoding a charset label names, when lol_html can parse in it (ASCII-compatible, not
+/// `replacement`): the lookup lol_html makes of a `<meta charset>` itself.
+pub(super) fn ascii_compatible(label: &str) -> Option<AsciiCompatibleEncoding> {
+    AsciiCompatibleEncoding::new(Encoding::for_label_no_replacement(label.as_bytes())?)
+}
 
-/// Whether a charset label names UTF-8 (any case, ASCII whitespace around it ignored, as
-/// lol_html's encoding lookup reads labels).
+/// Whether a charset label names UTF-8 (any case, ASCII whitespace around it ignored).
 pub(super) fn is_utf8_label(label: &str) -> bool {
-    let label = label.trim_matches(is_ascii_ws);
-    UTF8_LABELS.iter().any(|l| label.eq_ignore_ascii_case(l))
+    Encoding::for_label(label.as_bytes()) == Some(encoding_rs::UTF_8)
 }
 
 /// Whether this `<meta>` could make lol_html, following the document's meta charset, read the
@@ -134,7 +126,7 @@ fn plain_utf8_html(content: Option<&str>) -> bool {
             .get(..8)
             .filter(|name| name.eq_ignore_ascii_case("charset="))
             .and_then(|_| param.get(8..))
-            .is_some_and(|label| UTF8_LABELS.iter().any(|l| label.eq_ignore_ascii_case(l))),
+            .is_some_and(is_utf8_label),
     };
     html && charset && parts.next().is_none()
 }

@@ -36,12 +36,13 @@ use std::io::{Cursor, Read};
 use std::sync::LazyLock;
 
 use lol_html::html_content::{Element, TextChunk};
-use lol_html::{ElementContentHandlers, HtmlRewriter, Selector, Settings};
+use lol_html::{AsciiCompatibleEncoding, ElementContentHandlers, HtmlRewriter, Selector, Settings};
 use url::Url;
 
 use attr::{clean_attr, is_ascii_ws, refresh_url, srcset_urls};
 use charset::{
-    clean_label, is_utf8_label, meta_may_name_other_charset, prepare_input, UTF16_LABELS,
+    ascii_compatible, clean_label, is_utf8_label, meta_may_name_other_charset, prepare_input,
+    UTF16_LABELS,
 };
 use decode::read_head;
 use entities::decode_entities;
@@ -467,27 +468,23 @@ fn collect_from(
 ) -> Collector {
     let state = RefCell::new(Collector::with_limit(limit));
     {
+        let forced = label.and_then(ascii_compatible);
         let settings = Settings {
             element_content_handlers: handlers(&state, scope, text),
             document_content_handlers: text.map(TextParse::document_handler).into_iter().collect(),
             strict: false,
-            adjust_charset_on_meta_tag: sniff_meta,
+            // The label's encoding from the first byte, the document's metas ignored; a label
+            // lol_html cannot read leaves the choice to them.
+            encoding: forced.unwrap_or_else(AsciiCompatibleEncoding::utf_8),
+            adjust_charset_on_meta_tag: sniff_meta && forced.is_none(),
             ..Settings::new()
         };
         let mut rewriter = HtmlRewriter::new(settings, |_: &[u8]| {});
-        let mut ok = match label {
-            Some(label) => rewriter
-                .write(format!("<meta charset=\"{label}\">").as_bytes())
-                .is_ok(),
-            None => true,
-        };
-        if ok {
-            ok = READ_BUFFER.with(|buffer| match buffer.try_borrow_mut() {
-                Ok(mut buf) => pump(&mut rewriter, &mut input, &mut buf),
-                // A parse inside a parse (none today) finds the buffer lent: it gets its own.
-                Err(_) => pump(&mut rewriter, &mut input, &mut vec![0; READ_CHUNK]),
-            });
-        }
+        let ok = READ_BUFFER.with(|buffer| match buffer.try_borrow_mut() {
+            Ok(mut buf) => pump(&mut rewriter, &mut input, &mut buf),
+            // A parse inside a parse (none today) finds the buffer lent: it gets its own.
+            Err(_) => pump(&mut rewriter, &mut input, &mut vec![0; READ_CHUNK]),
+        });
         // After an error lol_html must not be called again.
         if ok {
             let _ = rewriter.end();

@@ -363,6 +363,15 @@ fn charset_from_header_and_meta() {
         "http://example.com/dir/caf%C3%A9.html",
         "document meta when the header says nothing"
     );
+    assert_eq!(
+        url(with_meta, Some("no-such-charset")),
+        "http://example.com/dir/caf%C3%A9.html",
+        "document meta when the header's charset is unknown"
+    );
+    assert_eq!(
+        url(with_meta, Some("utf-16be-not")),
+        "http://example.com/dir/caf%C3%A9.html"
+    );
     let utf8_meta_latin_header = "<meta charset=\"windows-1252\"><a href=\"café.html\"></a>";
     assert_eq!(
         url(utf8_meta_latin_header.as_bytes(), Some("utf-8")),
