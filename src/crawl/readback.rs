@@ -161,7 +161,12 @@ impl Ledger {
     /// Takes a final line in; returns where the URL's answer is, if the browser can have one.
     pub(super) fn note(&mut self, line: &Line<'_>) -> Option<Found> {
         let url = Url::parse(line.uri).ok()?;
-        let key = key_hash(&seen_key(&url));
+        self.note_keyed(line, &seen_key(&url))
+    }
+
+    /// [`Ledger::note`] of a line whose URL's seen-set key the caller has at hand.
+    pub(super) fn note_keyed(&mut self, line: &Line<'_>, seen_key: &str) -> Option<Found> {
+        let key = key_hash(seen_key);
         self.settled.insert(key);
         let extra = line.extra?;
         let filename = extra.get("warcFilename")?.as_str()?;

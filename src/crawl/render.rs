@@ -228,7 +228,10 @@ impl Rendering {
             return;
         };
         let key = seen_key(&url);
-        let (found, waiting) = self.with_book(|b| (b.ledger.note(&line), b.waiters.remove(&key)));
+        let (found, waiting) = self.with_book(|b| {
+            let found = b.ledger.note_keyed(&line, &key);
+            (found, b.waiters.remove(&key))
+        });
         for w in waiting.into_iter().flatten() {
             let _ = w.send(found.clone());
         }
