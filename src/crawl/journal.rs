@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 
-use url::Url;
+use url::{Position, Url};
 
 use super::candidates::Dropped;
 use super::engine::Crawler;
@@ -53,8 +53,10 @@ impl Journal {
         } else {
             &entry.annotations
         };
+        let host = entry.url.and_then(host_of);
         self.stats.record(&crate::logs::report::Outcome {
             uri: &uri,
+            host,
             status: entry.status,
             size: entry.size,
             mime: mime.as_deref().filter(|m| !m.is_empty()),
@@ -74,6 +76,13 @@ impl Journal {
             tracing::error!("cannot write refusals.log: {e}");
         }
     }
+}
+
+/// The report's host key of an http(s) URL: its text from the host to the port, which is what
+/// `report::host_key` would parse the URL's text for.
+fn host_of(url: &Url) -> Option<&str> {
+    let web = matches!(url.scheme(), "http" | "https") && url.host().is_some();
+    web.then(|| &url[Position::BeforeHost..Position::AfterPort])
 }
 
 /// `s` with its spaces written as `space`.
@@ -119,6 +128,7 @@ impl Crawler {
                 // A body not read (dropped on its headers) has no size or digest to show.
                 size: (!f.body_skipped).then_some(f.payload_len),
                 uri: c.url.as_str(),
+                url: Some(&c.url),
                 path: &c.path,
                 via: c.via.as_ref().map(Url::as_str),
                 mime: mime.as_deref(),
@@ -148,6 +158,7 @@ impl Crawler {
             Entry {
                 status: e.status(),
                 uri: c.url.as_str(),
+                url: Some(&c.url),
                 path: &c.path,
                 via: c.via.as_ref().map(Url::as_str),
                 thread,
@@ -199,6 +210,7 @@ impl Crawler {
             Entry {
                 status,
                 uri: c.url.as_str(),
+                url: Some(&c.url),
                 path: &c.path,
                 via: c.via.as_ref().map(Url::as_str),
                 annotations: vec![why.to_string()],
@@ -212,5 +224,32 @@ impl Crawler {
         self.with_journal(key, |j| j.write(&entry));
         // A final line may be what a page being rendered waits for.
         self.rendering.logged(&entry);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_host_is_taken_from_the_url_as_the_report_would_parse_it() {
+        let urls = [
+            "http://site-00042.test:8080/p/3",
+            "https://Example.COM:443/a b",
+            "http://user:pw@example.com:81/",
+            "http://[::1]:8080/",
+            "http://b\u{fc}cher.example/",
+            "mailto:someone@example.com",
+        ];
+        for text in urls {
+            let url = Url::parse(text).unwrap();
+            let host = host_of(&url);
+            let want = crate::logs::report::host_key(url.as_str());
+            assert_eq!(
+                host.map_or_else(|| want.clone(), str::to_string),
+                want,
+                "{text}"
+            );
+        }
     }
 }

@@ -188,8 +188,18 @@ impl Rendering {
             RenderMode::All => true,
             _ => {
                 let encoding = f.header("content-encoding");
-                let head = crate::extract::decode_body(encoding, &f.payload[..], RULE_BYTES);
-                browser::empty_without_js(&head.bytes, &f.url)
+                match encoding {
+                    // Not encoded: the body's start is what decoding would copy out.
+                    None => {
+                        let head = &f.payload[..f.payload.len().min(RULE_BYTES)];
+                        browser::empty_without_js(head, &f.url)
+                    }
+                    Some(_) => {
+                        let head =
+                            crate::extract::decode_body(encoding, &f.payload[..], RULE_BYTES);
+                        browser::empty_without_js(&head.bytes, &f.url)
+                    }
+                }
             }
         };
         if !qualifies {
@@ -224,10 +234,18 @@ impl Rendering {
         if self.executable.is_none() || !line.settles() {
             return;
         }
-        let Ok(url) = Url::parse(entry.uri) else {
-            return;
+        let parsed;
+        let url = match entry.url {
+            Some(url) => url,
+            None => match Url::parse(entry.uri) {
+                Ok(url) => {
+                    parsed = url;
+                    &parsed
+                }
+                Err(_) => return,
+            },
         };
-        let key = seen_key(&url);
+        let key = seen_key(url);
         let (found, waiting) = self.with_book(|b| {
             let found = b.ledger.note_keyed(&line, &key);
             (found, b.waiters.remove(&key))

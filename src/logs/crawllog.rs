@@ -29,6 +29,8 @@ pub(crate) struct Entry<'a> {
     /// Response body bytes (after transfer decoding), if fetched.
     pub size: Option<u64>,
     pub uri: &'a str,
+    /// The parsed URL whose text `uri` is, when it is one (saves parsing `uri` again).
+    pub url: Option<&'a url::Url>,
     /// Hop letters from the seed; "" for a seed (written "-").
     pub path: &'a str,
     pub via: Option<&'a str>,
@@ -467,6 +469,7 @@ mod tests {
                 status: [200, -5000, 404, 1][i % 4],
                 size: [None, Some(0), Some(12_345_678_901)][i % 3],
                 uri: ["http://h/a b", "http://h/", ""][i % 3],
+                url: None,
                 path: ["", "LLE", "R"][i % 3],
                 via: [None, Some("http://h/x y"), Some("")][i % 3],
                 mime: [None, Some("text/html; charset=utf-8"), Some("")][i % 3],
