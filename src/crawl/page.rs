@@ -64,7 +64,7 @@ impl Crawler {
             let encoding = f.header("content-encoding");
             // Only the start of the page is held decoded (fingerprint, challenge markers);
             // links are taken from a stream, so a huge or bomb page costs no memory.
-            let decoded = extract::decode_body(encoding, &f.payload[..], FINGERPRINT_BYTES);
+            let decoded = extract::decode_slice(encoding, &f.payload, FINGERPRINT_BYTES);
             let stream = extract::decoding_reader(encoding, &f.payload[..]);
             if let (true, Ok(Some(reader))) = ((200..300).contains(&f.status), stream) {
                 // extract_html cleans the label (quotes, case) itself.
@@ -98,7 +98,7 @@ impl Crawler {
             text.truncate(16 * 1024);
         } else if !f.payload.is_empty() && is_css(&f.headers) && (200..300).contains(&f.status) {
             let encoding = f.header("content-encoding");
-            let decoded = extract::decode_body(encoding, &f.payload[..], MAX_DECODED_CSS);
+            let decoded = extract::decode_slice(encoding, &f.payload, MAX_DECODED_CSS);
             // References in a stylesheet are relative to the stylesheet itself.
             let mut found = crate::extract::css::css_links(
                 &crate::extract::css::decode(&decoded.bytes),

@@ -188,18 +188,8 @@ impl Rendering {
             RenderMode::All => true,
             _ => {
                 let encoding = f.header("content-encoding");
-                match encoding {
-                    // Not encoded: the body's start is what decoding would copy out.
-                    None => {
-                        let head = &f.payload[..f.payload.len().min(RULE_BYTES)];
-                        browser::empty_without_js(head, &f.url)
-                    }
-                    Some(_) => {
-                        let head =
-                            crate::extract::decode_body(encoding, &f.payload[..], RULE_BYTES);
-                        browser::empty_without_js(&head.bytes, &f.url)
-                    }
-                }
+                let head = crate::extract::decode_slice(encoding, &f.payload, RULE_BYTES);
+                browser::empty_without_js(&head.bytes, &f.url)
             }
         };
         if !qualifies {

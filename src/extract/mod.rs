@@ -25,7 +25,7 @@ pub(crate) mod entities;
 mod robots;
 pub(crate) mod text;
 
-pub use decode::{decode_body, decoding_reader, DecodeError, Decoded};
+pub use decode::{decode_body, decode_slice, decoding_reader, DecodeError, Decoded};
 pub use robots::{x_robots_tag, Directives};
 
 use std::borrow::Cow;

@@ -733,6 +733,28 @@ fn decode_corrupt_keeps_prefix() {
 }
 
 #[test]
+fn a_body_in_memory_decodes_as_a_stream_would() {
+    let page = b"<p>0123456789</p>".to_vec();
+    for encoding in [None, Some("identity"), Some("gzip"), Some("br")] {
+        let body = if encoding == Some("gzip") {
+            gzip(&page)
+        } else {
+            page.clone()
+        };
+        for body in [&body[..], &[][..]] {
+            for cap in [0, 1, 5, page.len() - 1, page.len(), page.len() + 1, 1 << 20] {
+                assert_eq!(
+                    decode_slice(encoding, body, cap),
+                    decode_body(encoding, body, cap),
+                    "{encoding:?} {} {cap}",
+                    body.len()
+                );
+            }
+        }
+    }
+}
+
+#[test]
 fn decode_cap_stops_bombs() {
     let zeros = vec![0u8; 10 << 20];
     let bomb = gzip(&zeros);
