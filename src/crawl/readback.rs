@@ -101,11 +101,15 @@ struct Spot {
 pub(super) struct Ledger {
     files: Vec<String>,
     file_ids: HashMap<String, u32>,
-    by_url: HashMap<u64, Spot>,
+    by_url: HashMap<u64, Spot, Seeded>,
     /// The first 200 response archived with each payload digest: a revisit's original.
-    by_digest: HashMap<u64, Spot>,
-    settled: HashSet<u64>,
+    by_digest: HashMap<u64, Spot, Seeded>,
+    settled: HashSet<u64, Seeded>,
 }
+
+/// The maps' hasher: their keys are hashes already, so SipHash over them again (a line is
+/// noted for every URL) buys nothing that foldhash's per-process random seed does not.
+type Seeded = foldhash::fast::RandomState;
 
 /// One final crawl.log line, as the ledger reads it.
 pub(super) struct Line<'a> {
