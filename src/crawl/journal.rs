@@ -2,7 +2,9 @@
 //! the same lines, refusals.log and the run book. Every URL not fetched is logged here, by
 //! [`Crawler::log_drop`] and the few `log_*` methods beside it.
 
-use url::Url;
+use std::borrow::Cow;
+
+use url::{Position, Url};
 
 use super::candidates::Dropped;
 use super::engine::Crawler;
@@ -37,19 +39,28 @@ impl Journal {
 
     /// One crawl.log line, counted as crawl.log will read back (see `Stats::from_log`).
     fn write(&mut self, entry: &Entry<'_>) {
-        let uri = entry.uri.replace(' ', "%20");
-        let mime = entry.mime.map(|m| m.replace(' ', ""));
-        let annotations: Vec<String> = entry
-            .annotations
-            .iter()
-            .map(|a| crate::logs::crawllog::clean_annotation(a))
-            .collect();
+        // The fields as crawl.log holds them; copied only when they hold a space (rarely).
+        let uri = without(entry.uri, "%20");
+        let mime = entry.mime.map(|m| without(m, ""));
+        let cleaned: Vec<String>;
+        let annotations = if entry.annotations.iter().any(|a| a.contains(' ')) {
+            cleaned = entry
+                .annotations
+                .iter()
+                .map(|a| crate::logs::crawllog::clean_annotation(a))
+                .collect();
+            &cleaned
+        } else {
+            &entry.annotations
+        };
+        let host = entry.url.and_then(host_of);
         self.stats.record(&crate::logs::report::Outcome {
             uri: &uri,
+            host,
             status: entry.status,
             size: entry.size,
             mime: mime.as_deref().filter(|m| !m.is_empty()),
-            annotations: &annotations,
+            annotations,
         });
         if let Err(e) = self.log.write(entry) {
             tracing::error!("cannot write crawl.log: {e}");
@@ -64,6 +75,22 @@ impl Journal {
         {
             tracing::error!("cannot write refusals.log: {e}");
         }
+    }
+}
+
+/// The report's host key of an http(s) URL: its text from the host to the port, which is what
+/// `report::host_key` would parse the URL's text for.
+fn host_of(url: &Url) -> Option<&str> {
+    let web = matches!(url.scheme(), "http" | "https") && url.host().is_some();
+    web.then(|| &url[Position::BeforeHost..Position::AfterPort])
+}
+
+/// `s` with its spaces written as `space`.
+fn without<'a>(s: &'a str, space: &str) -> Cow<'a, str> {
+    if s.contains(' ') {
+        Cow::Owned(s.replace(' ', space))
+    } else {
+        Cow::Borrowed(s)
     }
 }
 
@@ -101,6 +128,7 @@ impl Crawler {
                 // A body not read (dropped on its headers) has no size or digest to show.
                 size: (!f.body_skipped).then_some(f.payload_len),
                 uri: c.url.as_str(),
+                url: Some(&c.url),
                 path: &c.path,
                 via: c.via.as_ref().map(Url::as_str),
                 mime: mime.as_deref(),
@@ -130,6 +158,7 @@ impl Crawler {
             Entry {
                 status: e.status(),
                 uri: c.url.as_str(),
+                url: Some(&c.url),
                 path: &c.path,
                 via: c.via.as_ref().map(Url::as_str),
                 thread,
@@ -181,6 +210,7 @@ impl Crawler {
             Entry {
                 status,
                 uri: c.url.as_str(),
+                url: Some(&c.url),
                 path: &c.path,
                 via: c.via.as_ref().map(Url::as_str),
                 annotations: vec![why.to_string()],
@@ -194,5 +224,32 @@ impl Crawler {
         self.with_journal(key, |j| j.write(&entry));
         // A final line may be what a page being rendered waits for.
         self.rendering.logged(&entry);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_host_is_taken_from_the_url_as_the_report_would_parse_it() {
+        let urls = [
+            "http://site-00042.test:8080/p/3",
+            "https://Example.COM:443/a b",
+            "http://user:pw@example.com:81/",
+            "http://[::1]:8080/",
+            "http://b\u{fc}cher.example/",
+            "mailto:someone@example.com",
+        ];
+        for text in urls {
+            let url = Url::parse(text).unwrap();
+            let host = host_of(&url);
+            let want = crate::logs::report::host_key(url.as_str());
+            assert_eq!(
+                host.map_or_else(|| want.clone(), str::to_string),
+                want,
+                "{text}"
+            );
+        }
     }
 }

@@ -64,19 +64,29 @@ impl Crawler {
             let encoding = f.header("content-encoding");
             // Only the start of the page is held decoded (fingerprint, challenge markers);
             // links are taken from a stream, so a huge or bomb page costs no memory.
-            let decoded = extract::decode_body(encoding, &f.payload[..], FINGERPRINT_BYTES);
+            let decoded = extract::decode_slice(encoding, &f.payload, FINGERPRINT_BYTES);
             let stream = extract::decoding_reader(encoding, &f.payload[..]);
             if let (true, Ok(Some(reader))) = ((200..300).contains(&f.status), stream) {
                 // extract_html cleans the label (quotes, case) itself.
                 let charset = f.header("content-type").and_then(charset_of);
                 let max = self.profile.max_outlinks.saturating_sub(links.len());
                 let reader = reader.take(MAX_DECODED_HTML as u64);
-                let page = extract::extract_html_limited(reader, charset, &f.url, token, max);
+                // The page text comes from the links' parse when that parse reads the whole
+                // body the fingerprint reads (not cut, not corrupt).
+                let whole = !decoded.capped && decoded.error.is_none();
+                let text_max = crate::scope::traps::MAX_VISIBLE_TEXT;
+                let (page, page_text) = if self.content_traps_on && whole {
+                    extract::extract_html_and_text(reader, charset, &f.url, token, max, text_max)
+                } else {
+                    let page = extract::extract_html_limited(reader, charset, &f.url, token, max);
+                    (page, None)
+                };
                 directives.merge(page.directives);
                 links.extend(page.links);
                 left_out = page.left_out;
                 if self.content_traps_on {
-                    let text = crate::scope::traps::visible_text(&decoded.bytes);
+                    let text = page_text
+                        .unwrap_or_else(|| crate::scope::traps::visible_text(&decoded.bytes));
                     let hash = crate::scope::traps::text_hash(&text);
                     trap = self.with_sched(key, |s| {
                         let traps = s.content_traps.as_mut()?;
@@ -88,7 +98,7 @@ impl Crawler {
             text.truncate(16 * 1024);
         } else if !f.payload.is_empty() && is_css(&f.headers) && (200..300).contains(&f.status) {
             let encoding = f.header("content-encoding");
-            let decoded = extract::decode_body(encoding, &f.payload[..], MAX_DECODED_CSS);
+            let decoded = extract::decode_slice(encoding, &f.payload, MAX_DECODED_CSS);
             // References in a stylesheet are relative to the stylesheet itself.
             let mut found = crate::extract::css::css_links(
                 &crate::extract::css::decode(&decoded.bytes),

@@ -101,11 +101,15 @@ struct Spot {
 pub(super) struct Ledger {
     files: Vec<String>,
     file_ids: HashMap<String, u32>,
-    by_url: HashMap<u64, Spot>,
+    by_url: HashMap<u64, Spot, Seeded>,
     /// The first 200 response archived with each payload digest: a revisit's original.
-    by_digest: HashMap<u64, Spot>,
-    settled: HashSet<u64>,
+    by_digest: HashMap<u64, Spot, Seeded>,
+    settled: HashSet<u64, Seeded>,
 }
+
+/// The maps' hasher: their keys are hashes already, so SipHash over them again (a line is
+/// noted for every URL) buys nothing that foldhash's per-process random seed does not.
+type Seeded = foldhash::fast::RandomState;
 
 /// One final crawl.log line, as the ledger reads it.
 pub(super) struct Line<'a> {
@@ -161,7 +165,12 @@ impl Ledger {
     /// Takes a final line in; returns where the URL's answer is, if the browser can have one.
     pub(super) fn note(&mut self, line: &Line<'_>) -> Option<Found> {
         let url = Url::parse(line.uri).ok()?;
-        let key = key_hash(&seen_key(&url));
+        self.note_keyed(line, &seen_key(&url))
+    }
+
+    /// [`Ledger::note`] of a line whose URL's seen-set key the caller has at hand.
+    pub(super) fn note_keyed(&mut self, line: &Line<'_>, seen_key: &str) -> Option<Found> {
+        let key = key_hash(seen_key);
         self.settled.insert(key);
         let extra = line.extra?;
         let filename = extra.get("warcFilename")?.as_str()?;

@@ -188,9 +188,8 @@ impl Rendering {
             RenderMode::All => true,
             _ => {
                 let encoding = f.header("content-encoding");
-                let head = crate::extract::decode_body(encoding, &f.payload[..], RULE_BYTES);
-                browser::may_be_empty(&head.bytes)
-                    && browser::looks_empty(&head.bytes, &f.url).is_empty()
+                let head = crate::extract::decode_slice(encoding, &f.payload, RULE_BYTES);
+                browser::empty_without_js(&head.bytes, &f.url)
             }
         };
         if !qualifies {
@@ -225,11 +224,22 @@ impl Rendering {
         if self.executable.is_none() || !line.settles() {
             return;
         }
-        let Ok(url) = Url::parse(entry.uri) else {
-            return;
+        let parsed;
+        let url = match entry.url {
+            Some(url) => url,
+            None => match Url::parse(entry.uri) {
+                Ok(url) => {
+                    parsed = url;
+                    &parsed
+                }
+                Err(_) => return,
+            },
         };
-        let key = seen_key(&url);
-        let (found, waiting) = self.with_book(|b| (b.ledger.note(&line), b.waiters.remove(&key)));
+        let key = seen_key(url);
+        let (found, waiting) = self.with_book(|b| {
+            let found = b.ledger.note_keyed(&line, &key);
+            (found, b.waiters.remove(&key))
+        });
         for w in waiting.into_iter().flatten() {
             let _ = w.send(found.clone());
         }

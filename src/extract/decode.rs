@@ -35,6 +35,19 @@ pub fn decode_body(content_encoding: Option<&str>, body: impl Read, cap: usize) 
     }
 }
 
+/// [`decode_body`] of a body in memory: one without Content-Encoding is its own first `cap`
+/// bytes, copied without a reader (the usual page).
+pub fn decode_slice(content_encoding: Option<&str>, body: &[u8], cap: usize) -> Decoded {
+    match content_encoding {
+        None => Decoded {
+            bytes: body[..body.len().min(cap)].to_vec(),
+            capped: body.len() > cap,
+            error: None,
+        },
+        Some(_) => decode_body(content_encoding, body, cap),
+    }
+}
+
 /// Why [`decoding_reader`] could not start.
 #[derive(Debug)]
 pub enum DecodeError {

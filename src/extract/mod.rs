@@ -22,9 +22,11 @@ mod attr;
 mod charset;
 mod decode;
 pub(crate) mod entities;
+mod robots;
 pub(crate) mod text;
 
-pub use decode::{decode_body, decoding_reader, DecodeError, Decoded};
+pub use decode::{decode_body, decode_slice, decoding_reader, DecodeError, Decoded};
+pub use robots::{x_robots_tag, Directives};
 
 use std::borrow::Cow;
 use std::cell::RefCell;
@@ -34,13 +36,17 @@ use std::io::{Cursor, Read};
 use std::sync::LazyLock;
 
 use lol_html::html_content::{Element, TextChunk};
-use lol_html::{ElementContentHandlers, HtmlRewriter, Selector, Settings};
+use lol_html::{AsciiCompatibleEncoding, ElementContentHandlers, HtmlRewriter, Selector, Settings};
 use url::Url;
 
 use attr::{clean_attr, is_ascii_ws, refresh_url, srcset_urls};
-use charset::{clean_label, prepare_input, UTF16_LABELS};
+use charset::{
+    ascii_compatible, clean_label, is_utf8_label, meta_may_name_other_charset, prepare_input,
+    UTF16_LABELS,
+};
 use decode::read_head;
 use entities::decode_entities;
+use text::TextParse;
 
 /// Heritrix hop types: how a URL was discovered from the page that links to it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -72,71 +78,6 @@ pub struct Outlink {
     pub hop: Hop,
     /// Where it was found, e.g. `"a/@href"`, `"img/@srcset"`, `"meta/@refresh"`.
     pub context: &'static str,
-}
-
-/// Robots directives from meta tags and/or X-Robots-Tag headers.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Directives {
-    pub noindex: bool,
-    pub nofollow: bool,
-    pub noarchive: bool,
-    /// `none` was given (it also sets `noindex` and `nofollow` when parsed).
-    pub none: bool,
-}
-
-impl Directives {
-    /// Union of both sets: a directive given anywhere applies.
-    pub fn merge(&mut self, other: Directives) {
-        self.noindex |= other.noindex;
-        self.nofollow |= other.nofollow;
-        self.noarchive |= other.noarchive;
-        self.none |= other.none;
-    }
-
-    /// Why the page must be discarded: `"none"`, `"noindex"` or `"noarchive"` (in that
-    /// priority; the value is the crawl.log annotation), or `None` to keep it.
-    pub fn discard_reason(&self) -> Option<&'static str> {
-        if self.none {
-            Some("none")
-        } else if self.noindex {
-            Some("noindex")
-        } else if self.noarchive {
-            Some("noarchive")
-        } else {
-            None
-        }
-    }
-
-    /// Links are not followed when `nofollow` or `none` was given.
-    pub fn follow_links(&self) -> bool {
-        !(self.nofollow || self.none)
-    }
-
-    /// Applies one directive token (case-insensitive); `all`, `index`, `follow` and unknown
-    /// tokens change nothing.
-    fn apply_token(&mut self, token: &str) {
-        if token.eq_ignore_ascii_case("noindex") {
-            self.noindex = true;
-        } else if token.eq_ignore_ascii_case("nofollow") {
-            self.nofollow = true;
-        } else if token.eq_ignore_ascii_case("noarchive") {
-            self.noarchive = true;
-        } else if token.eq_ignore_ascii_case("none") {
-            self.none = true;
-            self.noindex = true;
-            self.nofollow = true;
-        }
-    }
-
-    /// Applies every token of a directive list. Commas are the separator; ASCII whitespace is
-    /// accepted too, because "noindex nofollow" is a common mistake whose intent is plain.
-    fn apply_list(&mut self, list: &str) {
-        for token in list.split(|c: char| c == ',' || is_ascii_ws(c)) {
-            if !token.is_empty() {
-                self.apply_token(token);
-            }
-        }
-    }
 }
 
 /// What [`extract_html`] found.
@@ -199,18 +140,60 @@ pub fn extract_html(
 /// distinct link values are held, further ones are only counted in `left_out`). Only a
 /// UTF-16 page, which must be transcoded first, is read whole.
 pub fn extract_html_limited(
-    mut body: impl Read,
+    body: impl Read,
     charset: Option<&str>,
     page_url: &Url,
     agent_token: &str,
     max_links: usize,
 ) -> Extracted {
+    parse_page(body, charset, page_url, agent_token, max_links, None).0
+}
+
+/// [`extract_html_limited`], and from the same parse the page's text as
+/// [`text::page_text`]`(body, text_max)` gives it, when the parse reads the page exactly as that
+/// function would: it follows the document's `<meta charset>` and starts in UTF-8, while link
+/// extraction lets the header's charset win and drops a byte order mark. So the text comes
+/// only when there is no byte order mark and the header names no charset, or names UTF-8 and
+/// no `<meta>` of the page could name another; else it is None and the caller runs
+/// [`text::page_text`] itself. Pass the whole body: `page_text` of a body cut short ends
+/// differently.
+///
+/// One parse instead of two: on the small pages of a many-sites crawl, setting up a second
+/// parser and running it was a third of the crawler's HTML work.
+pub fn extract_html_and_text(
+    body: impl Read,
+    charset: Option<&str>,
+    page_url: &Url,
+    agent_token: &str,
+    max_links: usize,
+    text_max: usize,
+) -> (Extracted, Option<String>) {
+    parse_page(
+        body,
+        charset,
+        page_url,
+        agent_token,
+        max_links,
+        Some(text_max),
+    )
+}
+
+/// The parse behind both: links (and, with `text_max`, the text when it can be had).
+fn parse_page(
+    mut body: impl Read,
+    charset: Option<&str>,
+    page_url: &Url,
+    agent_token: &str,
+    max_links: usize,
+    text_max: Option<usize>,
+) -> (Extracted, Option<String>) {
     let scope = Scope::Document { agent_token };
     let head = read_head(&mut body, 3).unwrap_or_default();
     let utf16_bom = head.starts_with(b"\xFF\xFE") || head.starts_with(b"\xFE\xFF");
     let utf16_label = charset
         .and_then(clean_label)
         .is_some_and(|l| l.starts_with("utf-16") || UTF16_LABELS.contains(&l.as_str()));
+    let mut text = None;
     let collector = if utf16_bom || utf16_label {
         let mut all = head;
         if let Err(e) = body.read_to_end(&mut all) {
@@ -218,20 +201,29 @@ pub fn extract_html_limited(
         }
         let input = prepare_input(&all, charset);
         let reader = Cursor::new(&input.bytes[..]);
-        collect_from(
-            reader,
-            input.label.as_deref(),
-            input.sniff_meta,
-            scope,
-            max_links,
-        )
+        let label = input.label.as_deref();
+        collect_from(reader, label, input.sniff_meta, scope, max_links, None)
     } else if let Some(rest) = head.strip_prefix(b"\xEF\xBB\xBF") {
         let reader = Cursor::new(rest.to_vec()).chain(body);
-        collect_from(reader, None, false, scope, max_links)
+        collect_from(reader, None, false, scope, max_links, None)
     } else {
         let label = charset.and_then(clean_label);
+        // With no label both parses follow the document's meta; with a UTF-8 one both read
+        // UTF-8 unless a meta of the page names something else (checked during the parse).
+        let same_reading = label.as_deref().is_none_or(is_utf8_label);
+        let page_text = text_max.filter(|_| same_reading).map(TextParse::new);
         let reader = Cursor::new(head).chain(body);
-        collect_from(reader, label.as_deref(), true, scope, max_links)
+        let collector = collect_from(
+            reader,
+            label.as_deref(),
+            true,
+            scope,
+            max_links,
+            page_text.as_ref(),
+        );
+        let other_charset = label.is_some() && collector.meta_names_other_charset;
+        text = page_text.filter(|_| !other_charset).map(TextParse::finish);
+        collector
     };
     let base = document_base(page_url, collector.base_href.as_deref());
     let mut links = LinkList {
@@ -239,74 +231,12 @@ pub fn extract_html_limited(
         ..LinkList::default()
     };
     links.add_all(&collector, &base);
-    Extracted {
+    let extracted = Extracted {
         links: links.links,
         directives: collector.directives,
         left_out: collector.left_out + links.left_out,
-    }
-}
-
-/// X-Robots-Tag header values (each header occurrence one entry) → directives for `agent_token`.
-///
-/// A value is a comma-separated list of directives. An item may start with `AGENT:`; from there
-/// to the next such prefix (or the end of that header value) the directives apply only to
-/// AGENT, and we keep them only when AGENT equals `agent_token` (case-insensitive). Items before
-/// any prefix apply to every crawler. So `"googlebot: noindex, archiver: nofollow"` gives us
-/// `nofollow` only, and `"otherbot: noindex, nofollow"` gives us nothing.
-///
-/// A prefix is one token before the item's first colon that looks like a robots product token
-/// (starts with an ASCII letter; letters, digits, `-`, `_`) and is not a directive name, so
-/// `unavailable_after: 25 Jun 2030 15:00:00 PST` and `max-snippet: 20` are directives (which we
-/// ignore), not agents.
-pub fn x_robots_tag(values: &[&str], agent_token: &str) -> Directives {
-    let mut directives = Directives::default();
-    for value in values {
-        let mut applies = true;
-        for item in value.split(',') {
-            let mut item = item.trim_matches(is_ascii_ws);
-            if let Some((head, rest)) = item.split_once(':') {
-                let head = head.trim_matches(is_ascii_ws);
-                if is_agent_prefix(head) {
-                    applies = head.eq_ignore_ascii_case(agent_token.trim());
-                    item = rest;
-                }
-            }
-            if applies {
-                directives.apply_list(item);
-            }
-        }
-    }
-    directives
-}
-
-/// Directive names that may be followed by a colon and so must not be read as an agent prefix.
-const DIRECTIVE_NAMES: &[&str] = &[
-    "all",
-    "index",
-    "follow",
-    "noindex",
-    "nofollow",
-    "none",
-    "noarchive",
-    "nocache",
-    "nosnippet",
-    "notranslate",
-    "noimageindex",
-    "indexifembedded",
-    "max-snippet",
-    "max-image-preview",
-    "max-video-preview",
-    "unavailable_after",
-    "noodp",
-    "noydir",
-];
-
-fn is_agent_prefix(head: &str) -> bool {
-    let mut chars = head.chars();
-    let starts_with_letter = chars.next().is_some_and(|c| c.is_ascii_alphabetic());
-    starts_with_letter
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        && !DIRECTIVE_NAMES.iter().any(|d| head.eq_ignore_ascii_case(d))
+    };
+    (extracted, text)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -430,6 +360,9 @@ struct Collector {
     left_out: usize,
     /// Bytes of inline CSS (`<style>` text, `style` attributes) held.
     css_bytes: usize,
+    /// A `<meta>` of the document may name a charset other than UTF-8 (see
+    /// [`extract_html_and_text`]).
+    meta_names_other_charset: bool,
 }
 
 impl Collector {
@@ -519,49 +452,73 @@ fn collect(
     scope: Scope<'_>,
     limit: usize,
 ) -> Collector {
-    collect_from(Cursor::new(input), label, sniff_meta, scope, limit)
+    collect_from(Cursor::new(input), label, sniff_meta, scope, limit, None)
 }
 
 /// Runs lol_html over a stream, 64 KiB at a time; stops quietly at the first parser or read
-/// error (what was collected before it stands).
+/// error (what was collected before it stands). With `text`, its handlers run in the same
+/// parse.
 fn collect_from(
     mut input: impl Read,
     label: Option<&str>,
     sniff_meta: bool,
     scope: Scope<'_>,
     limit: usize,
+    text: Option<&TextParse>,
 ) -> Collector {
     let state = RefCell::new(Collector::with_limit(limit));
     {
+        let forced = label.and_then(ascii_compatible);
         let settings = Settings {
-            element_content_handlers: handlers(&state, scope),
+            element_content_handlers: handlers(&state, scope, text),
+            document_content_handlers: text.map(TextParse::document_handler).into_iter().collect(),
             strict: false,
-            adjust_charset_on_meta_tag: sniff_meta,
+            // The label's encoding from the first byte, the document's metas ignored; a label
+            // lol_html cannot read leaves the choice to them.
+            encoding: forced.unwrap_or_else(AsciiCompatibleEncoding::utf_8),
+            adjust_charset_on_meta_tag: sniff_meta && forced.is_none(),
             ..Settings::new()
         };
         let mut rewriter = HtmlRewriter::new(settings, |_: &[u8]| {});
-        let mut ok = match label {
-            Some(label) => rewriter
-                .write(format!("<meta charset=\"{label}\">").as_bytes())
-                .is_ok(),
-            None => true,
-        };
-        let mut buf = vec![0u8; 64 * 1024];
-        while ok {
-            let n = match input.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(_) => break, // a corrupt compressed body: keep what was parsed
-            };
-            ok = rewriter.write(&buf[..n]).is_ok();
-        }
+        let ok = READ_BUFFER.with(|buffer| match buffer.try_borrow_mut() {
+            Ok(mut buf) => pump(&mut rewriter, &mut input, &mut buf),
+            // A parse inside a parse (none today) finds the buffer lent: it gets its own.
+            Err(_) => pump(&mut rewriter, &mut input, &mut vec![0; READ_CHUNK]),
+        });
         // After an error lol_html must not be called again.
         if ok {
             let _ = rewriter.end();
         }
     }
     state.into_inner()
+}
+
+/// Writes what `input` holds to the parser, `buf` at a time; false after a parser error.
+fn pump<O: lol_html::OutputSink>(
+    rewriter: &mut HtmlRewriter<'_, O>,
+    input: &mut impl Read,
+    buf: &mut [u8],
+) -> bool {
+    loop {
+        let n = match input.read(buf) {
+            Ok(0) => return true,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return true, // a corrupt compressed body: keep what was parsed
+        };
+        if rewriter.write(&buf[..n]).is_err() {
+            return false;
+        }
+    }
+}
+
+/// Bytes read from a page per write to the parser.
+const READ_CHUNK: usize = 64 * 1024;
+
+thread_local! {
+    /// The read buffer of [`collect_from`], one per thread and kept: a fresh zeroed 64 KiB per
+    /// page showed in the profile of a crawl of small pages.
+    static READ_BUFFER: RefCell<Vec<u8>> = RefCell::new(vec![0; READ_CHUNK]);
 }
 
 type Handlers<'h> = Vec<(Cow<'static, Selector>, ElementContentHandlers<'h>)>;
@@ -584,17 +541,28 @@ fn selector(index: usize) -> Option<Cow<'static, Selector>> {
     SELECTORS.get(index)?.as_ref().map(Cow::Borrowed)
 }
 
-fn handlers<'h>(state: &'h RefCell<Collector>, scope: Scope<'h>) -> Handlers<'h> {
+/// The parse's handlers; with `text`, the page text's too. Every element goes through one `*`
+/// handler (links, then the text's line breaks): one handler call and one tag name per element.
+fn handlers<'h>(
+    state: &'h RefCell<Collector>,
+    scope: Scope<'h>,
+    text: Option<&TextParse>,
+) -> Handlers<'h> {
     let mut list: Handlers<'h> = Vec::new();
     let mut add = |index: usize, handler: ElementContentHandlers<'h>| {
         if let Some(selector) = selector(index) {
             list.push((selector, handler));
         }
     };
+    let lines = text.cloned();
     add(
         ANY,
         ElementContentHandlers::default().element(move |el: &mut Element<'_, '_>| {
-            on_element(el, &mut state.borrow_mut(), scope);
+            let tag = el.tag_name();
+            on_element(el, &tag, &mut state.borrow_mut(), scope);
+            if let Some(lines) = &lines {
+                lines.on_element(el, &tag);
+            }
             Ok(())
         }),
     );
@@ -632,19 +600,26 @@ fn handlers<'h>(state: &'h RefCell<Collector>, scope: Scope<'h>) -> Handlers<'h>
                 }),
         );
     }
+    list.extend(text.and_then(TextParse::hidden_handler));
     list
 }
 
 /// The element part of a rule's selector (`img` of `img[src]`).
+#[cfg(test)]
 fn rule_tag(rule: &AttrRule) -> &'static str {
     rule.selector.split('[').next().unwrap_or(rule.selector)
 }
 
-/// Every URL-bearing attribute of one element, in the order the rules are listed (which is the
-/// order their links are kept in when one element has several).
-fn on_element(el: &Element<'_, '_>, st: &mut Collector, scope: Scope<'_>) {
-    let tag = el.tag_name();
-    for rule in ATTR_RULES.iter().filter(|r| rule_tag(r) == tag) {
+/// Whether a rule is for elements named `tag`: its selector is `tag[`… (compared in place,
+/// as this runs for every rule on every element).
+fn rule_is_for(rule: &AttrRule, tag: &str) -> bool {
+    rule.selector.as_bytes().get(tag.len()) == Some(&b'[') && rule.selector.starts_with(tag)
+}
+
+/// Every URL-bearing attribute of one element (named `tag`), in the order the rules are listed
+/// (which is the order their links are kept in when one element has several).
+fn on_element(el: &Element<'_, '_>, tag: &str, st: &mut Collector, scope: Scope<'_>) {
+    for rule in ATTR_RULES.iter().filter(|r| rule_is_for(r, tag)) {
         if let Some(value) = el.get_attribute(rule.attr) {
             if rule.srcset {
                 st.push_srcset(&value, rule.context);
@@ -653,7 +628,7 @@ fn on_element(el: &Element<'_, '_>, st: &mut Collector, scope: Scope<'_>) {
             }
         }
     }
-    match tag.as_str() {
+    match tag {
         "link" => {
             if let Some(href) = el.get_attribute("href") {
                 let rel = el.get_attribute("rel").unwrap_or_default();
@@ -690,7 +665,7 @@ fn on_element(el: &Element<'_, '_>, st: &mut Collector, scope: Scope<'_>) {
             st.raws.push(Raw::StyleAttr(css));
         }
     }
-    match tag.as_str() {
+    match tag {
         "meta" => on_meta(el, st, scope),
         "base" if matches!(scope, Scope::Document { .. }) && st.base_href.is_none() => {
             st.base_href = el
@@ -703,6 +678,9 @@ fn on_element(el: &Element<'_, '_>, st: &mut Collector, scope: Scope<'_>) {
 
 /// `<meta http-equiv=refresh>` anywhere; `<meta name=robots|AGENT>` in the document only.
 fn on_meta(el: &Element<'_, '_>, st: &mut Collector, scope: Scope<'_>) {
+    if matches!(scope, Scope::Document { .. }) && !st.meta_names_other_charset {
+        st.meta_names_other_charset = meta_may_name_other_charset(el);
+    }
     let Some(content) = el.get_attribute("content") else {
         return;
     };
@@ -833,5 +811,7 @@ impl LinkList {
     }
 }
 
+#[cfg(test)]
+mod one_parse_tests;
 #[cfg(test)]
 mod tests;

@@ -363,6 +363,15 @@ fn charset_from_header_and_meta() {
         "http://example.com/dir/caf%C3%A9.html",
         "document meta when the header says nothing"
     );
+    assert_eq!(
+        url(with_meta, Some("no-such-charset")),
+        "http://example.com/dir/caf%C3%A9.html",
+        "document meta when the header's charset is unknown"
+    );
+    assert_eq!(
+        url(with_meta, Some("utf-16be-not")),
+        "http://example.com/dir/caf%C3%A9.html"
+    );
     let utf8_meta_latin_header = "<meta charset=\"windows-1252\"><a href=\"café.html\"></a>";
     assert_eq!(
         url(utf8_meta_latin_header.as_bytes(), Some("utf-8")),
@@ -724,6 +733,28 @@ fn decode_corrupt_keeps_prefix() {
 }
 
 #[test]
+fn a_body_in_memory_decodes_as_a_stream_would() {
+    let page = b"<p>0123456789</p>".to_vec();
+    for encoding in [None, Some("identity"), Some("gzip"), Some("br")] {
+        let body = if encoding == Some("gzip") {
+            gzip(&page)
+        } else {
+            page.clone()
+        };
+        for body in [&body[..], &[][..]] {
+            for cap in [0, 1, 5, page.len() - 1, page.len(), page.len() + 1, 1 << 20] {
+                assert_eq!(
+                    decode_slice(encoding, body, cap),
+                    decode_body(encoding, body, cap),
+                    "{encoding:?} {} {cap}",
+                    body.len()
+                );
+            }
+        }
+    }
+}
+
+#[test]
 fn decode_cap_stops_bombs() {
     let zeros = vec![0u8; 10 << 20];
     let bomb = gzip(&zeros);
@@ -750,17 +781,23 @@ fn the_parse_needs_three_selectors_parsed_once() {
         "a selector did not parse"
     );
     let state = RefCell::new(Collector::with_limit(10));
-    let list = handlers(&state, Scope::Document { agent_token: AGENT });
+    let list = handlers(&state, Scope::Document { agent_token: AGENT }, None);
     assert_eq!(list.len(), SELECTOR_TEXTS.len());
     assert!(list.iter().all(|(s, _)| matches!(s, Cow::Borrowed(_))));
     assert_eq!(
-        handlers(&state, Scope::Noscript).len(),
+        handlers(&state, Scope::Noscript, None).len(),
         2,
         "no <noscript> inside one"
     );
     // Every attribute rule names an element and an attribute, as on_element reads them.
     for rule in ATTR_RULES {
         assert_eq!(rule.selector, format!("{}[{}]", rule_tag(rule), rule.attr));
+        assert!(rule_is_for(rule, rule_tag(rule)));
+        assert!(
+            !rule_is_for(rule, &rule_tag(rule)[1..]),
+            "{}",
+            rule.selector
+        );
     }
 }
 

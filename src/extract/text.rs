@@ -64,11 +64,6 @@ static HIDDEN_SELECTOR: LazyLock<Option<Selector>> = LazyLock::new(|| HIDDEN.par
 /// `*`, under which [`is_block`] picks the block elements; parsed once, as [`HIDDEN_SELECTOR`].
 static ANY_SELECTOR: LazyLock<Option<Selector>> = LazyLock::new(|| "*".parse().ok());
 
-/// Whether an element starts and ends a line (its tag name is lower case: lol_html says so).
-fn is_block(el: &Element<'_, '_>) -> bool {
-    BLOCKS.binary_search(&el.tag_name().as_str()).is_ok()
-}
-
 /// The text of a page as fetched: its `<meta charset>` is followed, else UTF-8 (good enough
 /// for a hash: a page always decodes the same way). At most `max` bytes; see [`lines_of`].
 pub(crate) fn page_text(html: &[u8], max: usize) -> String {
@@ -85,65 +80,11 @@ pub(crate) fn decoded_text(html: &str) -> String {
 /// at `max` bytes, so a 100 MB page costs no more memory than that. Never fails: broken
 /// markup yields what was read before it.
 fn lines_of(html: &[u8], follow_meta_charset: bool, max: usize) -> String {
-    // End-tag handlers must be 'static: they share the state through an Rc.
-    let text = Rc::new(RefCell::new(Lines::new(max)));
-    let hidden = Rc::new(Cell::new(0u32));
+    let text = TextParse::new(max);
     {
-        let mut handlers = Vec::new();
-        if let Some(selector) = &*HIDDEN_SELECTOR {
-            let hidden = hidden.clone();
-            let on_hidden =
-                ElementContentHandlers::default().element(move |el: &mut Element<'_, '_>| {
-                    hidden.set(hidden.get() + 1);
-                    match el.end_tag_handlers() {
-                        Some(handlers) => {
-                            let hidden = hidden.clone();
-                            let end: EndTagHandler<'static> = Box::new(move |_| {
-                                hidden.set(hidden.get().saturating_sub(1));
-                                Ok(())
-                            });
-                            handlers.push(end);
-                        }
-                        // A void element (`<meta>`, `<link>`) has no content to hide.
-                        None => hidden.set(hidden.get().saturating_sub(1)),
-                    }
-                    Ok(())
-                });
-            handlers.push((Cow::Borrowed(selector), on_hidden));
-        }
-        if let Some(selector) = &*ANY_SELECTOR {
-            let text = text.clone();
-            let on_block =
-                ElementContentHandlers::default().element(move |el: &mut Element<'_, '_>| {
-                    if !is_block(el) {
-                        return Ok(());
-                    }
-                    text.borrow_mut().break_line();
-                    if let Some(handlers) = el.end_tag_handlers() {
-                        let text = text.clone();
-                        let end: EndTagHandler<'static> = Box::new(move |_| {
-                            text.borrow_mut().break_line();
-                            Ok(())
-                        });
-                        handlers.push(end);
-                    }
-                    Ok(())
-                });
-            handlers.push((Cow::Borrowed(selector), on_block));
-        }
         let settings = Settings {
-            element_content_handlers: handlers,
-            document_content_handlers: vec![DocumentContentHandlers::default().text(
-                |chunk: &mut TextChunk<'_>| {
-                    // Raw text (`<xmp>`, `<iframe>`'s fallback, CDATA) is not rendered as text.
-                    let shown = matches!(chunk.text_type(), TextType::Data | TextType::RCData);
-                    if shown && hidden.get() == 0 {
-                        text.borrow_mut()
-                            .push_raw(chunk.as_str(), chunk.last_in_text_node());
-                    }
-                    Ok(())
-                },
-            )],
+            element_content_handlers: text.element_handlers(),
+            document_content_handlers: vec![text.document_handler()],
             strict: false,
             adjust_charset_on_meta_tag: follow_meta_charset,
             ..Settings::new()
@@ -152,7 +93,7 @@ fn lines_of(html: &[u8], follow_meta_charset: bool, max: usize) -> String {
         let mut ok = true;
         for chunk in html.chunks(64 * 1024) {
             ok = rewriter.write(chunk).is_ok();
-            if !ok || text.borrow().full() {
+            if !ok || text.full() {
                 break;
             }
         }
@@ -161,8 +102,120 @@ fn lines_of(html: &[u8], follow_meta_charset: bool, max: usize) -> String {
             let _ = rewriter.end();
         }
     }
-    let lines = std::mem::replace(&mut *text.borrow_mut(), Lines::new(0));
-    lines.finish()
+    text.finish()
+}
+
+/// The handlers that collect a page's text during a parse: [`lines_of`] runs them alone, and
+/// link extraction runs them beside its own (`extract::extract_html_and_text`), so a page is
+/// parsed once for both. The text depends only on the elements and text the parser reports,
+/// not on how the input was cut into chunks.
+#[derive(Clone)]
+pub(crate) struct TextParse {
+    /// End-tag handlers must be 'static: the handlers share the state through an Rc.
+    lines: Rc<RefCell<Lines>>,
+    /// Hidden elements open around the current text.
+    hidden: Rc<Cell<u32>>,
+}
+
+impl TextParse {
+    /// Text of at most `max` bytes.
+    pub(crate) fn new(max: usize) -> TextParse {
+        TextParse {
+            lines: Rc::new(RefCell::new(Lines::new(max))),
+            hidden: Rc::new(Cell::new(0)),
+        }
+    }
+
+    /// Whether the text has reached its cap (what follows cannot change it).
+    pub(crate) fn full(&self) -> bool {
+        self.lines.borrow().full()
+    }
+
+    /// The element handlers of a parse for the text alone: hidden elements counted, block
+    /// elements breaking lines.
+    fn element_handlers<'h>(&self) -> Vec<(Cow<'static, Selector>, ElementContentHandlers<'h>)> {
+        let mut handlers: Vec<_> = self.hidden_handler().into_iter().collect();
+        if let Some(selector) = &*ANY_SELECTOR {
+            let text = self.clone();
+            let on_any =
+                ElementContentHandlers::default().element(move |el: &mut Element<'_, '_>| {
+                    let tag = el.tag_name();
+                    text.on_element(el, &tag);
+                    Ok(())
+                });
+            handlers.push((Cow::Borrowed(selector), on_any));
+        }
+        handlers
+    }
+
+    /// The handler counting the hidden elements open around the current text.
+    pub(crate) fn hidden_handler<'h>(
+        &self,
+    ) -> Option<(Cow<'static, Selector>, ElementContentHandlers<'h>)> {
+        let selector = HIDDEN_SELECTOR.as_ref()?;
+        let hidden = self.hidden.clone();
+        let on_hidden =
+            ElementContentHandlers::default().element(move |el: &mut Element<'_, '_>| {
+                hidden.set(hidden.get() + 1);
+                match el.end_tag_handlers() {
+                    Some(handlers) => {
+                        let hidden = hidden.clone();
+                        let end: EndTagHandler<'static> = Box::new(move |_| {
+                            hidden.set(hidden.get().saturating_sub(1));
+                            Ok(())
+                        });
+                        handlers.push(end);
+                    }
+                    // A void element (`<meta>`, `<link>`) has no content to hide.
+                    None => hidden.set(hidden.get().saturating_sub(1)),
+                }
+                Ok(())
+            });
+        Some((Cow::Borrowed(selector), on_hidden))
+    }
+
+    /// Every element, named `tag` (lower case, as lol_html gives it): a block element starts
+    /// and ends a line.
+    pub(crate) fn on_element(&self, el: &mut Element<'_, '_>, tag: &str) {
+        if BLOCKS.binary_search(&tag).is_err() {
+            return;
+        }
+        self.lines.borrow_mut().break_line();
+        if let Some(handlers) = el.end_tag_handlers() {
+            let text = self.lines.clone();
+            let end: EndTagHandler<'static> = Box::new(move |_| {
+                text.borrow_mut().break_line();
+                Ok(())
+            });
+            handlers.push(end);
+        }
+    }
+
+    /// The document handler: every shown text chunk outside hidden elements.
+    pub(crate) fn document_handler<'h>(&self) -> DocumentContentHandlers<'h> {
+        let text = self.lines.clone();
+        let hidden = self.hidden.clone();
+        DocumentContentHandlers::default().text(move |chunk: &mut TextChunk<'_>| {
+            // Raw text (`<xmp>`, `<iframe>`'s fallback, CDATA) is not rendered as text.
+            let shown = matches!(chunk.text_type(), TextType::Data | TextType::RCData);
+            if shown && hidden.get() == 0 {
+                text.borrow_mut()
+                    .push_raw(chunk.as_str(), chunk.last_in_text_node());
+            }
+            Ok(())
+        })
+    }
+
+    /// The text (call once the parse is over).
+    pub(crate) fn finish(self) -> String {
+        let lines = std::mem::replace(&mut *self.lines.borrow_mut(), Lines::new(0));
+        lines.finish()
+    }
+}
+
+/// ASCII whitespace as `char::is_whitespace` has it (vertical tab included).
+fn is_space(b: u8) -> bool {
+    matches!(b, b'\t'..=b'\r' | b' ')
 }
 
 /// What separates the next character from the text before it.
@@ -202,11 +255,49 @@ impl Lines {
     }
 
     fn push_raw(&mut self, raw: &str, last: bool) {
+        // Once full nothing more is written: the rest of a long page is not even held.
+        if self.full() {
+            return;
+        }
+        if last && self.node.is_empty() {
+            // The whole node in one chunk, as usual: decoded where it lies.
+            self.push_text(&decode_text(raw));
+            return;
+        }
         self.node.push_str(raw);
         // A node longer than the cap is decoded in pieces: one reference may break, no more.
         if last || self.node.len() >= self.max {
             let node = std::mem::take(&mut self.node);
-            decode_text(&node).chars().for_each(|c| self.push_char(c));
+            self.push_text(&decode_text(&node));
+        }
+    }
+
+    /// [`Lines::push_char`] for each character of `text`; runs of ASCII that is not whitespace
+    /// (most text) are copied whole. The runs are cut at the cap as the characters would be,
+    /// and `finish` cuts the text below that anyway.
+    fn push_text(&mut self, text: &str) {
+        let mut rest = text;
+        while let Some(&first) = rest.as_bytes().first() {
+            if self.full() {
+                return;
+            }
+            if !first.is_ascii() || is_space(first) {
+                let Some(c) = rest.chars().next() else {
+                    return;
+                };
+                self.push_char(c);
+                rest = &rest[c.len_utf8()..];
+                continue;
+            }
+            let run = rest
+                .bytes()
+                .position(|b| !b.is_ascii() || is_space(b))
+                .unwrap_or(rest.len());
+            self.write_gap();
+            // At least the first character, as push_char would (it looked before the gap).
+            let room = self.max.saturating_sub(self.out.len()).max(1);
+            self.out.push_str(&rest[..run.min(room)]);
+            rest = &rest[run..];
         }
     }
 
@@ -218,6 +309,12 @@ impl Lines {
             self.gap = self.gap.max(Gap::Space);
             return;
         }
+        self.write_gap();
+        self.out.push(c);
+    }
+
+    /// What separates the next character from the text before it (nothing at the start).
+    fn write_gap(&mut self) {
         if !self.out.is_empty() {
             match self.gap {
                 Gap::Line => self.out.push('\n'),
@@ -226,7 +323,6 @@ impl Lines {
             }
         }
         self.gap = Gap::None;
-        self.out.push(c);
     }
 
     /// The text with its last line's `\n`, all within `max` bytes.
@@ -306,6 +402,32 @@ mod tests {
             decoded_text("<meta charset=windows-1252><p>caf\u{e9}</p>"),
             "caf\u{e9}\n"
         );
+    }
+
+    #[test]
+    fn runs_of_text_come_out_as_characters_one_by_one_would() {
+        let pieces = [
+            "Hello  world",
+            " \u{b}tab\tand\u{c}feeds\r\n",
+            "caf\u{e9}\u{a0}nbsp\u{2003}em-space",
+            "\u{1F600}emoji",
+            "x",
+            "   ",
+            "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789",
+        ];
+        for max in [0, 1, 2, 3, 5, 8, 13, 21, 34, 55, 1000] {
+            let mut runs = Lines::new(max);
+            let mut chars = Lines::new(max);
+            for (i, piece) in pieces.iter().enumerate() {
+                runs.push_text(piece);
+                piece.chars().for_each(|c| chars.push_char(c));
+                if i % 3 == 1 {
+                    runs.break_line();
+                    chars.break_line();
+                }
+            }
+            assert_eq!(runs.finish(), chars.finish(), "max {max}");
+        }
     }
 
     #[test]

@@ -173,6 +173,8 @@ pub struct MimeStats {
 /// What a crawl.log line says, for the counters.
 pub struct Outcome<'a> {
     pub uri: &'a str,
+    /// [`host_key`] of `uri` when the caller has it at hand (else it is worked out).
+    pub host: Option<&'a str>,
     pub status: i32,
     pub size: Option<u64>,
     pub mime: Option<&'a str>,
@@ -255,6 +257,7 @@ impl Stats {
             match crate::logs::crawllog::parse_line(text) {
                 Some(l) => stats.record(&Outcome {
                     uri: &l.uri,
+                    host: None,
                     status: l.status,
                     size: l.size,
                     mime: l.mime.as_deref(),
@@ -277,7 +280,8 @@ impl Stats {
         use crate::logs::crawllog::status;
         *self.by_status.entry(o.status).or_default() += 1;
         let retry = o.annotations.iter().any(|a| a.starts_with("retry:"));
-        let host = self.hosts.entry(host_key(o.uri)).or_default();
+        let key = o.host.map_or_else(|| host_key(o.uri), str::to_string);
+        let host = self.hosts.entry(key).or_default();
         if host.dropped.record(o.status, o.annotations) {
             self.drops.record(o.status, o.annotations);
         }
@@ -742,6 +746,7 @@ mod tests {
         let annotations: Vec<String> = annotations.iter().map(|a| a.to_string()).collect();
         stats.record(&Outcome {
             uri,
+            host: None,
             status,
             size: None,
             mime: None,

@@ -10,10 +10,11 @@ pub mod rules;
 pub(crate) mod session;
 pub mod traps;
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 use regex::Regex;
-use url::Url;
+use url::{Position, Url};
 
 use crate::extract::Hop;
 
@@ -56,7 +57,23 @@ pub struct Scope {
 
 /// The origin of a URL as text (`http://host:port`): the unit of a site.
 pub fn origin_of(url: &Url) -> String {
-    url.origin().ascii_serialization()
+    origin_text(url).into_owned()
+}
+
+/// [`origin_of`], borrowed from the URL itself when it is http(s) without user or password:
+/// its text up to the port is then exactly the origin's serialization (the parser lower-cases
+/// the host and leaves the scheme's default port out, as the origin does). This is asked for
+/// every link of every page.
+fn origin_text(url: &Url) -> Cow<'_, str> {
+    let plain = matches!(url.scheme(), "http" | "https")
+        && url.username().is_empty()
+        && url.password().is_none()
+        && url.host().is_some();
+    if plain {
+        Cow::Borrowed(&url[..Position::AfterPort])
+    } else {
+        Cow::Owned(url.origin().ascii_serialization())
+    }
 }
 
 impl Scope {
@@ -69,7 +86,7 @@ impl Scope {
 
     /// True when the URL is on a seed's origin.
     pub fn on_seed_origin(&self, url: &Url) -> bool {
-        self.origins.contains(&origin_of(url))
+        self.origins.contains(origin_text(url).as_ref())
     }
 
     /// Decides a discovered URL. `hops` is its hop count from the seed; `via` the page it was
@@ -114,6 +131,33 @@ mod tests {
 
     fn u(s: &str) -> Url {
         Url::parse(s).unwrap()
+    }
+
+    #[test]
+    fn the_origin_text_is_the_origins_serialization() {
+        let urls = [
+            "http://site.example/a?b#c",
+            "HTTP://Site.EXAMPLE:80/",
+            "https://site.example:443/x",
+            "https://site.example:8443",
+            "http://user:pw@site.example:81/",
+            "http://user@site.example/",
+            "http://[::1]:8080/p",
+            "http://127.1/",
+            "http://b\u{fc}cher.example/",
+            "http://site.example./",
+            "ftp://files.example/",
+            "file:///etc/passwd",
+            "data:text/plain,x",
+        ];
+        for text in urls {
+            let url = u(text);
+            assert_eq!(
+                origin_text(&url),
+                url.origin().ascii_serialization(),
+                "{text}"
+            );
+        }
     }
 
     #[test]

@@ -200,6 +200,10 @@ impl OptOutList {
 
     /// [`matches`](Self::matches) for a URL as written in a WARC (it may not parse).
     pub fn matches_str(&self, url: &str) -> Option<&OptOutEntry> {
+        // No rule at all (the usual crawl): no SURT key to build for every link.
+        if self.prefixes.is_empty() && self.exact.is_empty() {
+            return None;
+        }
         self.matches_key(&canon::surt(url))
     }
 

@@ -18,7 +18,7 @@
 //! the content rule catches what no URL rule can describe (e.g. calendar pages inside the
 //! plausible date window, which the URL rule must let through so blog archives survive).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use chrono::Datelike;
 use url::Url;
@@ -529,22 +529,45 @@ pub fn visible_text(html: &[u8]) -> String {
 /// for pages that say exactly the same thing, so that templated pages differing in a price, a
 /// page number or an id are never taken for copies of each other.
 pub fn text_hash(text: &str) -> u64 {
+    const SEED: u64 = 0x9e37_79b9_7f4a_7c15;
+    if text.is_ascii() {
+        // The same words and the same hash, a byte at a time: for ASCII, `is_alphanumeric`
+        // and `to_lowercase` are their `ascii` forms (`text_hash_of_ascii_takes_the_short_way`).
+        return text
+            .as_bytes()
+            .split(|b| !b.is_ascii_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .fold(SEED, |acc, w| mix(acc ^ ascii_word_hash(w)));
+    }
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
-        .fold(0x9e37_79b9_7f4a_7c15, |acc, w| mix(acc ^ word_hash(w)))
+        .fold(SEED, |acc, w| mix(acc ^ word_hash(w)))
 }
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
 
 /// FNV-1a over the lower-cased word.
 fn word_hash(word: &str) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    if word.is_ascii() {
+        return ascii_word_hash(word.as_bytes());
+    }
+    let mut h = FNV_OFFSET;
     let mut buf = [0u8; 4];
     for c in word.chars().flat_map(char::to_lowercase) {
         for b in c.encode_utf8(&mut buf).bytes() {
             h ^= u64::from(b);
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+            h = h.wrapping_mul(FNV_PRIME);
         }
     }
     h
+}
+
+/// [`word_hash`] of an ASCII word.
+fn ascii_word_hash(word: &[u8]) -> u64 {
+    word.iter().fold(FNV_OFFSET, |h, b| {
+        (h ^ u64::from(b.to_ascii_lowercase())).wrapping_mul(FNV_PRIME)
+    })
 }
 
 /// SplitMix64's finaliser.
@@ -583,6 +606,11 @@ pub struct ContentTraps {
     clusters_per_site: usize,
     max_sites: usize,
     sites: HashMap<String, SiteClusters>,
+    /// Each tracked site under its `last_used` tick (ticks are unique): the least recently
+    /// observed site is the first entry. With more sites than `max_sites` (10,000 in the
+    /// many-sites bench) a site is evicted on almost every page; finding it by a scan of all
+    /// sites cost more than the rest of the page's trap check.
+    by_use: BTreeMap<u64, String>,
     tick: u64,
 }
 
@@ -615,6 +643,7 @@ impl ContentTraps {
             clusters_per_site: clusters_per_site.max(1),
             max_sites: max_sites.max(1),
             sites: HashMap::new(),
+            by_use: BTreeMap::new(),
             tick: 0,
         }
     }
@@ -626,10 +655,8 @@ impl ContentTraps {
         let tick = self.tick;
         let prefix_text = path_prefix(url);
         let prefix = word_hash(prefix_text);
-        self.make_room_for(site);
         let cap = self.clusters_per_site;
-        let entry = self.sites.entry(site.to_string()).or_default();
-        entry.last_used = tick;
+        let entry = self.touch(site, tick)?;
         let same = entry
             .clusters
             .iter_mut()
@@ -663,7 +690,9 @@ impl ContentTraps {
 
     /// Drops everything stored for a site (call when the site is finished).
     pub fn forget_site(&mut self, site: &str) {
-        self.sites.remove(site);
+        if let Some(gone) = self.sites.remove(site) {
+            self.by_use.remove(&gone.last_used);
+        }
     }
 
     /// Clusters stored for a site (for tests and reports).
@@ -676,19 +705,30 @@ impl ContentTraps {
         self.sites.len()
     }
 
-    /// Evicts the least recently observed site when a new one would pass `max_sites`.
-    fn make_room_for(&mut self, site: &str) {
-        if self.sites.len() < self.max_sites || self.sites.contains_key(site) {
-            return;
+    /// The clusters of `site`, marked as used at `tick`; a new site first evicts the least
+    /// recently observed one when `max_sites` are tracked. (Some always: the site is in the
+    /// map by then.)
+    fn touch(&mut self, site: &str, tick: u64) -> Option<&mut SiteClusters> {
+        match self.sites.get(site).map(|entry| entry.last_used) {
+            Some(last) => {
+                // The site's name moves to its new place in the use order, no copy made.
+                let name = self.by_use.remove(&last);
+                let name = name.unwrap_or_else(|| site.to_string());
+                self.by_use.insert(tick, name);
+            }
+            None => {
+                if self.sites.len() >= self.max_sites {
+                    if let Some((_, oldest)) = self.by_use.pop_first() {
+                        self.sites.remove(&oldest);
+                    }
+                }
+                self.by_use.insert(tick, site.to_string());
+                self.sites.insert(site.to_string(), SiteClusters::default());
+            }
         }
-        let oldest = self
-            .sites
-            .iter()
-            .min_by_key(|(_, s)| s.last_used)
-            .map(|(k, _)| k.clone());
-        if let Some(k) = oldest {
-            self.sites.remove(&k);
-        }
+        let entry = self.sites.get_mut(site)?;
+        entry.last_used = tick;
+        Some(entry)
     }
 }
 
@@ -923,6 +963,68 @@ mod tests {
         traps.observe("http://b", &u("http://b/x"), 0);
         assert_eq!(traps.sites(), 2);
         assert_eq!(traps.clusters(site), 0);
+    }
+
+    #[test]
+    fn the_least_recently_observed_site_is_evicted() {
+        let mut traps = ContentTraps::new(3, 8, 2);
+        traps.observe("http://a", &u("http://a/x"), 1);
+        traps.observe("http://b", &u("http://b/x"), 1);
+        traps.observe("http://a", &u("http://a/y"), 2);
+        // b is the least recently observed now.
+        traps.observe("http://c", &u("http://c/x"), 1);
+        assert_eq!(
+            (traps.clusters("http://a"), traps.clusters("http://b")),
+            (2, 0)
+        );
+        assert_eq!(traps.clusters("http://c"), 1);
+        // A forgotten site leaves room: nothing is evicted for the next one.
+        traps.forget_site("http://a");
+        traps.observe("http://d", &u("http://d/x"), 1);
+        assert_eq!(traps.sites(), 2);
+        assert_eq!(
+            (traps.clusters("http://c"), traps.clusters("http://d")),
+            (1, 1)
+        );
+        traps.observe("http://e", &u("http://e/x"), 1);
+        assert_eq!(
+            (traps.clusters("http://c"), traps.clusters("http://e")),
+            (0, 1)
+        );
+        assert_eq!(traps.by_use.len(), traps.sites());
+    }
+
+    /// The general form of [`text_hash`], for comparing with its ASCII short way.
+    fn text_hash_by_chars(text: &str) -> u64 {
+        text.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .fold(0x9e37_79b9_7f4a_7c15, |acc, w| {
+                let mut h = FNV_OFFSET;
+                for c in w.chars().flat_map(char::to_lowercase) {
+                    let mut buf = [0u8; 4];
+                    for b in c.encode_utf8(&mut buf).bytes() {
+                        h = (h ^ u64::from(b)).wrapping_mul(FNV_PRIME);
+                    }
+                }
+                mix(acc ^ h)
+            })
+    }
+
+    #[test]
+    fn text_hash_of_ascii_takes_the_short_way() {
+        let texts = [
+            "",
+            "No events are scheduled for this day\n",
+            "Site 42, page 7\nHello, World! 3.99 EUR; SKU-10042 (in stock)\n",
+            "  --  ",
+            "ALL CAPS and MiXeD 0123456789 _under_score_ \t\u{7f}end",
+            "caf\u{e9} \u{130}stanbul \u{212a}elvin ok",
+        ];
+        for t in texts {
+            assert_eq!(text_hash(t), text_hash_by_chars(t), "{t:?}");
+        }
+        assert_eq!(word_hash("AbC"), word_hash("abc"));
+        assert_ne!(text_hash("a b"), text_hash("b a"));
     }
 
     #[test]
