@@ -316,8 +316,9 @@ mod exit {
     pub const INTERRUPTED: u8 = 130;
 }
 
-/// The fewest async worker threads a crawl runs on (see `crawl`).
-const MIN_WORKERS: usize = 2;
+/// The async worker threads a crawl runs on unless TOKIO_WORKER_THREADS says otherwise (see
+/// `crawl`).
+const WORKERS: usize = 1;
 
 fn crawl(path: PathBuf) -> ExitCode {
     let profile = match load(&path) {
@@ -331,15 +332,16 @@ fn crawl(path: PathBuf) -> ExitCode {
     // reach; each thread's allocator arena stays after it goes. 64 lookups at once is plenty.
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     builder.enable_all().max_blocking_threads(64);
-    // One worker per core (at least two). Four on two cores were once needed because a worker
-    // waiting for the scheduler's lock stopped every task queued on it; with the engine's locks
-    // spinning before they park and the dispatcher a task of its own, more workers than cores
-    // only cost context switches: at 10,000 sites four workers took 0.269 ms of CPU per request
-    // (240,000 involuntary context switches in 30 s), two 0.229 ms (44,000), same efficiency
-    // (README, "Where the CPU goes"). TOKIO_WORKER_THREADS, when set, decides instead.
+    // One async worker. A crawl's CPU is small pieces of work between network events, and
+    // every worker beyond the first mostly wakes up, finds little and goes back to sleep, which
+    // costs more than the work it takes over (thread wake-ups were a third of the CPU samples).
+    // On two cores, one worker against two: at 10,000 sites 0.141 ms of CPU per request against
+    // 0.20 ms (30% of a core); at 30,000 sites 0.157 ms against 0.239 ms, 5,800 fetches/s
+    // against 5,106 of the 6,000 the sites allow (README, "One async worker"). Blocking work (a
+    // big record, a big page, name lookups) still runs beside it, on the blocking pool.
+    // TOKIO_WORKER_THREADS, when set, decides instead.
     if std::env::var_os("TOKIO_WORKER_THREADS").is_none() {
-        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-        builder.worker_threads(cores.max(MIN_WORKERS));
+        builder.worker_threads(WORKERS);
     }
     let runtime = match builder.build() {
         Ok(r) => r,
