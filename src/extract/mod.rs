@@ -150,7 +150,7 @@ pub fn extract_html_limited(
 }
 
 /// [`extract_html_limited`], and from the same parse the page's text as
-/// `text::page_text``(body, text_max)` gives it, when the parse reads the page exactly as that
+/// `text::page_text(body, text_max)` gives it, when the parse reads the page exactly as that
 /// function would: it follows the document's `<meta charset>` and starts in UTF-8, while link
 /// extraction lets the header's charset win and drops a byte order mark. So the text comes
 /// only when there is no byte order mark and the header names no charset, or names UTF-8 and
