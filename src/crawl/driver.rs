@@ -11,6 +11,7 @@ use futures_util::FutureExt as _;
 use tokio::sync::Semaphore;
 use url::Url;
 
+use super::admission::{Admission, HELD_MAX};
 use super::engine::Crawler;
 use super::locks::{Free, Key, Root};
 use super::sched::{Clock, Job, Pace, ResolveRequest, Site, Turn};
@@ -57,14 +58,18 @@ pub(super) async fn run(profile: Profile) -> anyhow::Result<Ended> {
 
 /// The dispatcher: starts jobs as budgets become free, at most `at_once` at a time (the
 /// profile's `sites_at_once`, or fewer under a low open-file limit), until nothing is left.
+/// A job starts only while fewer than [`HELD_MAX`] are held up inside the crawler (see
+/// `admission.rs`): jobs waiting for servers may be many, jobs waiting for a CPU may not.
 async fn dispatch(crawler: Arc<Crawler>, at_once: usize) {
     let slots = Arc::new(Semaphore::new(at_once));
+    let admission = Admission::new(HELD_MAX);
     let threads = Arc::new(Mutex::new((1..=at_once).rev().collect::<Vec<_>>()));
     let mut root = Root::new();
     loop {
         let Ok(permit) = slots.clone().acquire_owned().await else {
             break;
         };
+        admission.room().await;
         let Some((budget, job)) = next_job(&crawler, &mut root).await else {
             break;
         };
@@ -72,15 +77,15 @@ async fn dispatch(crawler: Arc<Crawler>, at_once: usize) {
         let crawler = crawler.clone();
         let threads = threads.clone();
         crawler.running.fetch_add(1, Ordering::SeqCst);
-        tokio::spawn(async move {
+        tokio::spawn(admission.admit(async move {
             // The job's task: it starts holding nothing.
             let mut root = Root::new();
-            let pace = crawler.clone().run_job_caught(&mut root, job, thread).await;
+            let pace = crawler.run_job_caught(&mut root, job, thread).await;
             crawler.running.fetch_sub(1, Ordering::SeqCst);
             root.with(|key| crawler.release(key, &budget, pace));
             take(&threads).push(thread);
             drop(permit);
-        });
+        }));
     }
     // Let the jobs in flight finish: each holds a permit until it ends.
     let all = u32::try_from(at_once).unwrap_or(u32::MAX);
@@ -161,11 +166,11 @@ impl Crawler {
         }
     }
 
-    /// Runs a job with its panics caught, so that a panic inside it (a bug, or input nobody
-    /// foresaw) is settled: the URL is logged `-5` with the panic message, it leaves the
-    /// in-flight list, and the budget is given back — the crawl goes on. The job runs in this
-    /// task (no second task per job: that cost a spawn and a cross-thread wake-up each).
-    async fn run_job_caught(self: Arc<Self>, root: &mut Root, job: Job, thread: usize) -> Pace {
+    /// Runs a job, catching a panic inside it (a bug, or input nobody foresaw): the URL is
+    /// logged `-5` with the panic message, it leaves the in-flight list, and the budget is
+    /// given back — the crawl goes on. Caught in the job's own task: a task more per job would
+    /// cost its memory and a hand-over between the two for every job.
+    async fn run_job_caught(&self, root: &mut Root, job: Job, thread: usize) -> Pace {
         let (origin, robots_of, candidate) = match &job {
             Job::Robots { origin } => (origin.clone(), Some(origin.clone()), None),
             Job::Fetch { origin, candidate } => (origin.clone(), None, Some((**candidate).clone())),
@@ -175,13 +180,15 @@ impl Crawler {
                 Some(chase.candidate.clone()),
             ),
         };
-        // Unwind safety: a lock left by a panic is released unpoisoned with its data consistent
-        // between statements (see `locks::Ordered::with`), and the job's own state is dropped.
-        let run = AssertUnwindSafe(self.run_job(root, job, thread)).catch_unwind();
-        match run.await {
+        // Every lock is released as the panic unwinds (each is lent to a closure), so the
+        // task's root holds nothing again afterwards.
+        let run = AssertUnwindSafe(self.run_job(root, job, thread))
+            .catch_unwind()
+            .await;
+        match run {
             Ok(pace) => pace,
-            Err(panic) => {
-                let message = panic_text(&*panic);
+            Err(payload) => {
+                let message = panic_message(payload);
                 self.runlog
                     .line(&format!("{origin}: a job failed unexpectedly: {message}"));
                 let (robots_of, origin) = (robots_of.as_deref(), origin.as_str());
@@ -362,8 +369,8 @@ fn spawn_resolver(
     })
 }
 
-/// The message a panic carries.
-fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+/// The message of a caught panic.
+fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
     payload
         .downcast_ref::<&str>()
         .map(|s| s.to_string())
@@ -375,19 +382,23 @@ fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_panic_gives_its_message() {
-        let str_panic = std::panic::catch_unwind(|| panic!("boom")).unwrap_err();
-        assert_eq!(panic_text(&*str_panic), "boom");
+    async fn caught(f: impl std::future::Future<Output = ()>) -> Box<dyn std::any::Any + Send> {
+        AssertUnwindSafe(f).catch_unwind().await.unwrap_err()
+    }
+
+    #[tokio::test]
+    async fn a_caught_panic_gives_its_message() {
+        assert_eq!(
+            panic_message(caught(async { panic!("boom") }).await),
+            "boom"
+        );
         let n = 7;
-        let string_panic = std::panic::catch_unwind(|| {
+        let string_panic = caught(async move {
             if n == 7 {
                 panic!("bad value {n}");
             }
         })
-        .unwrap_err();
-        assert_eq!(panic_text(&*string_panic), "bad value 7");
-        let other = std::panic::catch_unwind(|| std::panic::panic_any(7u8)).unwrap_err();
-        assert_eq!(panic_text(&*other), "a panic without a message");
+        .await;
+        assert_eq!(panic_message(string_panic), "bad value 7");
     }
 }

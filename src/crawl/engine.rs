@@ -416,13 +416,12 @@ impl Crawler {
             }
             per_host
         });
-        let mut stats = stats.clone();
-        stats.runs = self.with_journal(key, |j| j.runs.runs.clone());
-        let json = stats.report_json(&self.profile.name, finished, &remaining);
+        let runs = self.with_journal(key, |j| j.runs.runs.clone());
         let path = self.profile.output_dir.join("report.json");
-        let written = serde_json::to_vec_pretty(&json)
-            .map_err(std::io::Error::other)
-            .and_then(|bytes| crate::warc::save_atomically(&path, |out| out.write_all(&bytes)));
+        let name = &self.profile.name;
+        let written = crate::warc::save_atomically(&path, |out| {
+            stats.write_report_json(out, name, finished, &remaining, &runs)
+        });
         if let Err(e) = written {
             self.runlog
                 .line(&format!("cannot write {}: {e}", path.display()));

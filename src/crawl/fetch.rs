@@ -6,6 +6,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use url::Url;
 
+use super::admission::remote;
 use super::candidates;
 use super::decide::{self, Disposition};
 use super::engine::Crawler;
@@ -61,7 +62,9 @@ impl Crawler {
             let host = url
                 .host_str()
                 .ok_or_else(|| FetchError::Other("URL has no host".into()))?;
-            let ip = self.resolver.resolve(host).await.map_err(FetchError::Dns)?;
+            let ip = remote(self.resolver.resolve(host))
+                .await
+                .map_err(FetchError::Dns)?;
             let port = url
                 .port_or_known_default()
                 .ok_or_else(|| FetchError::Other("no port for this scheme".into()))?;
@@ -71,7 +74,9 @@ impl Crawler {
             .guard
             .check(addr.ip())
             .map_err(FetchError::Refused)?;
-        self.fetcher.get(url, addr, referer, plan).await
+        // Connecting, sending, waiting for the answer: the job waits for a server, which does
+        // not count against the dispatcher's limit of jobs held up inside the crawler.
+        remote(self.fetcher.get(url, addr, referer, plan)).await
     }
 
     /// What to do with a URL's body once its headers are in: a successful answer of a type

@@ -308,7 +308,8 @@ mod tests {
     const ROOTS: &[(&str, &str)] = &[
         // The main task: open, begin, finish.
         ("crawl/driver.rs", "run"),
-        // The dispatcher's loop, and each job's task it spawns.
+        // The dispatcher's loop, and each job's task it spawns (a panic in a job is caught
+        // in that task, whose root holds nothing again once the panic has unwound).
         ("crawl/driver.rs", "dispatch"),
         ("crawl/driver.rs", "spawn_reports"),
         // Each name lookup's task.

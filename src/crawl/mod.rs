@@ -27,7 +27,9 @@
 //! | `commits` | when the frontier's changes are committed: one commit per group of jobs | — |
 //! | `shared` | the scheduler's side of a shared (PostgreSQL) frontier: leases, polls | — |
 //! | `descriptors` | the open-file limit shared out: jobs and lookups at once | `Slots` |
+//! | `admission` | how many jobs may be held up inside the crawler at once (waiting for a CPU) | `Admitted` |
 
+mod admission;
 mod archived;
 mod candidates;
 mod commits;

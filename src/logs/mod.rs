@@ -3,4 +3,5 @@
 
 pub(crate) mod crawllog;
 pub mod report;
+mod report_json;
 pub(crate) mod runlog;

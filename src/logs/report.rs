@@ -364,63 +364,6 @@ impl Stats {
             .collect()
     }
 
-    /// The machine-readable report (`report.json`). `remaining` maps hosts to queued URLs.
-    pub fn report_json(
-        &self,
-        name: &str,
-        finished: bool,
-        remaining: &BTreeMap<String, u64>,
-    ) -> serde_json::Value {
-        let mut hosts = self.hosts.clone();
-        for (host, n) in remaining {
-            hosts.entry(host.clone()).or_default().remaining = *n;
-        }
-        let statuses: BTreeMap<String, u64> = self
-            .by_status
-            .iter()
-            .map(|(s, n)| (s.to_string(), *n))
-            .collect();
-        let suspended: Vec<serde_json::Value> = self
-            .suspended
-            .iter()
-            .map(|(o, u)| serde_json::json!({"site": o, "until": crate::logs::runlog::format_epoch(*u)}))
-            .collect();
-        let n = &self.not_fetched;
-        serde_json::json!({
-            "crawl": name,
-            "generated": chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string(),
-            "finished": finished,
-            "totals": {
-                "urls": self.lines(),
-                "fetched": self.fetched(),
-                "archived": self.archived,
-                "novel": self.archived - self.duplicates,
-                "duplicate": self.duplicates,
-                "discarded": self.discarded,
-                "bytes_archived": self.bytes,
-                "out_of_scope": n.out_of_scope,
-                "robots_precluded": n.robots_precluded,
-                "traps": n.traps,
-                "quota": n.quota,
-                "opted_out": n.opted_out,
-                "failed": n.failed,
-                "retries": self.retries,
-                "errors": self.errors,
-                "queued": remaining.values().sum::<u64>(),
-                "dropped_by_traps": self.drops.trapped(),
-                "dropped_by_quotas": self.drops.over_quota(),
-                "crawl_seconds": self.runs.iter().map(|r| r.seconds()).sum::<f64>().round(),
-            },
-            "dropped": self.drops,
-            "runs": self.runs,
-            "seeds": self.seeds,
-            "hosts": hosts,
-            "mime_types": self.mime_types,
-            "statuses": statuses,
-            "suspended": suspended,
-        })
-    }
-
     /// crawl.log lines with an HTTP status.
     pub fn fetched(&self) -> u64 {
         self.by_status

@@ -6,6 +6,7 @@
 //! order, chunked framing, compressed body as sent). hyper does no redirects, retries, cookies or
 //! decompression here: the crawler decides those itself.
 
+use std::future::Future;
 use std::io::{self, Read};
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
@@ -228,13 +229,14 @@ impl Fetcher {
             .handshake::<_, Empty<Bytes>>(io)
             .await
             .map_err(|e| FetchError::Other(e.to_string()))?;
-        // The connection future drives the socket; it ends when the exchange is over or dropped.
-        let conn_task = tokio::spawn(conn);
-        let outcome = self
-            .exchange(&mut sender, url, referer, deadline, plan)
-            .await;
+        // The connection future drives the socket, polled beside the exchange in this task; it
+        // is dropped (the socket closed) when the exchange is over.
+        let outcome = beside(
+            conn,
+            self.exchange(&mut sender, url, referer, deadline, plan),
+        )
+        .await;
         drop(sender);
-        conn_task.abort();
         let (request, mut response) = {
             let mut c = capture.lock().unwrap_or_else(|p| p.into_inner());
             (
@@ -425,6 +427,24 @@ fn referer_value(from: &Url, target: &Url) -> Option<String> {
     let _ = r.set_username("");
     let _ = r.set_password(None);
     Some(r.into())
+}
+
+/// Runs `work` while polling `conn` (hyper's connection, which moves the bytes) in the same
+/// task, until `work` is done; `conn` may end first (the server closed the connection). One
+/// task per exchange instead of two: a spawned connection task cost a task's memory for each
+/// request in flight and a hand-over between the two tasks for every read.
+async fn beside<C: Future, W: Future>(conn: C, work: W) -> W::Output {
+    let mut conn = std::pin::pin!(conn);
+    let mut work = std::pin::pin!(work);
+    let mut conn_over = false;
+    std::future::poll_fn(|cx| {
+        if !conn_over {
+            // Its outcome (an error included) reaches `work` through the response and body.
+            conn_over = conn.as_mut().poll(cx).is_ready();
+        }
+        work.as_mut().poll(cx)
+    })
+    .await
 }
 
 /// What `exchange` learnt about the response.
