@@ -344,12 +344,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_desk_writes_in_order_dedups_and_seals() {
         let dir = tempfile::tempdir().unwrap();
-        let desk = ArchiveDesk::new(Archive::new(
-            writer(dir.path()),
-            DigestIndex::new(),
-            10,
-            None,
-        ));
+        let desk = desk_in(dir.path());
         let mut root = Root::new();
         let mut write = |uri: &str, body: &str| root.with(|k| desk.write(k, exchange(uri, body)));
         let a = write("http://a.test/", "same").unwrap();
@@ -387,12 +382,7 @@ mod tests {
     #[test]
     fn a_panic_breaks_the_desk_and_leaves_the_file_open() {
         let dir = tempfile::tempdir().unwrap();
-        let desk = ArchiveDesk::new(Archive::new(
-            writer(dir.path()),
-            DigestIndex::new(),
-            10,
-            None,
-        ));
+        let desk = desk_in(dir.path());
         let mut root = Root::new();
         root.with(|k| desk.write(k, exchange("http://a.test/", "one")))
             .unwrap();
@@ -407,6 +397,10 @@ mod tests {
             .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
             .collect();
         assert!(names.iter().all(|n| n.ends_with(".open")), "{names:?}");
+    }
+
+    fn desk_in(dir: &std::path::Path) -> ArchiveDesk {
+        ArchiveDesk::new(Archive::new(writer(dir), DigestIndex::new(), 10, None))
     }
 
     fn writer(dir: &std::path::Path) -> WarcWriter {
