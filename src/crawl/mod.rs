@@ -19,7 +19,7 @@
 //! | `page` | what a page offers: outlinks, directives, decoded start | `Page` |
 //! | `decide` | pure: what an answer means | `Disposition` |
 //! | `disposition` | the WARC record and CDXJ line asked for, the crawl.log line | — |
-//! | `writer` | the archive thread: dedup, WARC records, rotation; replies where each went | `Record` |
+//! | `writer` | the archive desk: dedup, WARC records, rotation, under the rank-2 lock; says where each went | `Record` |
 //! | `render` | pages empty without JavaScript: rendered, each browser request taken through the road | `RenderJob` |
 //! | `readback` | the browser's answers read back from the crawl's own WARC records | `Copy` |
 //! | `candidates` | which outlinks are queued (the decide rules) | `Verdict` |
