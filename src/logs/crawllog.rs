@@ -259,35 +259,41 @@ fn push_replacing(out: &mut String, s: &str, from: char, to: &str) {
     }
 }
 
-/// `2026-11-30T23:38:13.042Z`: chrono's `%Y-%m-%dT%H:%M:%S%.3fZ`, written by hand.
-fn push_log_time(out: &mut String, t: DateTime<Utc>) {
-    let Some(date) = four_digit_year(t) else {
-        out.push_str(&t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string());
-        return;
-    };
-    push_digits(out, date.year, 4);
-    out.push('-');
-    push_digits(out, date.month, 2);
-    out.push('-');
-    push_digits(out, date.day, 2);
-    out.push('T');
-    push_digits(out, date.hour, 2);
-    out.push(':');
-    push_digits(out, date.minute, 2);
-    out.push(':');
-    push_digits(out, date.second, 2);
-    out.push('.');
-    push_digits(out, date.millis, 3);
-    out.push('Z');
+/// How a time is written: what follows each field (year, month, day, hour, minute, second,
+/// milliseconds), and the chrono format that says the same, used for years of other than four
+/// digits.
+struct TimeLayout {
+    after: [&'static str; 7],
+    chrono: &'static str,
 }
 
-/// `20261130233813042`: chrono's `%Y%m%d%H%M%S%3f`, written by hand.
+/// `2026-11-30T23:38:13.042Z`: the log time.
+const LOG_TIME: TimeLayout = TimeLayout {
+    after: ["-", "-", "T", ":", ":", ".", "Z"],
+    chrono: "%Y-%m-%dT%H:%M:%S%.3fZ",
+};
+
+/// `20261130233813042`: the fetch's start.
+const COMPACT_TIME: TimeLayout = TimeLayout {
+    after: [""; 7],
+    chrono: "%Y%m%d%H%M%S%3f",
+};
+
+fn push_log_time(out: &mut String, t: DateTime<Utc>) {
+    push_time(out, t, &LOG_TIME);
+}
+
 fn push_compact_time(out: &mut String, t: DateTime<Utc>) {
+    push_time(out, t, &COMPACT_TIME);
+}
+
+/// `t` as `layout` says, written by hand: no format string parsed per line.
+fn push_time(out: &mut String, t: DateTime<Utc>, layout: &TimeLayout) {
     let Some(date) = four_digit_year(t) else {
-        out.push_str(&t.format("%Y%m%d%H%M%S%3f").to_string());
+        out.push_str(&t.format(layout.chrono).to_string());
         return;
     };
-    for (value, width) in [
+    let fields = [
         (date.year, 4),
         (date.month, 2),
         (date.day, 2),
@@ -295,8 +301,10 @@ fn push_compact_time(out: &mut String, t: DateTime<Utc>) {
         (date.minute, 2),
         (date.second, 2),
         (date.millis, 3),
-    ] {
+    ];
+    for ((value, width), after) in fields.into_iter().zip(layout.after) {
         push_digits(out, value, width);
+        out.push_str(after);
     }
 }
 
