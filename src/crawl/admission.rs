@@ -28,7 +28,7 @@ use tokio::sync::Notify;
 
 /// Jobs held up inside the crawler at most before the dispatcher waits. A few hundred keep
 /// every worker busy (a job also waits for the frontier's group commit, up to 5 ms, and for the
-/// WARC writer's queue) at a few tens of KB each.
+/// archive desk's lock) at a few tens of KB each.
 pub(super) const HELD_MAX: usize = 256;
 
 /// The count of held jobs, shared by the dispatcher and every job's future.

@@ -188,7 +188,7 @@ impl Crawler {
         match run {
             Ok(pace) => pace,
             Err(payload) => {
-                let message = panic_message(payload);
+                let message = panic_message(&*payload);
                 self.runlog
                     .line(&format!("{origin}: a job failed unexpectedly: {message}"));
                 let (robots_of, origin) = (robots_of.as_deref(), origin.as_str());
@@ -369,8 +369,8 @@ fn spawn_resolver(
     })
 }
 
-/// The message of a caught panic.
-fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
+/// The message a caught panic carries (also the WARC writer's, `writer.rs`).
+pub(super) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     payload
         .downcast_ref::<&str>()
         .map(|s| s.to_string())
@@ -389,7 +389,7 @@ mod tests {
     #[tokio::test]
     async fn a_caught_panic_gives_its_message() {
         assert_eq!(
-            panic_message(caught(async { panic!("boom") }).await),
+            panic_message(&*caught(async { panic!("boom") }).await),
             "boom"
         );
         let n = 7;
@@ -399,6 +399,6 @@ mod tests {
             }
         })
         .await;
-        assert_eq!(panic_message(string_panic), "bad value 7");
+        assert_eq!(panic_message(&*string_panic), "bad value 7");
     }
 }

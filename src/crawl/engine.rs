@@ -4,12 +4,12 @@
 //! - the archive desk ([`ArchiveDesk`]: the WARC writer and the digest index), rank 2;
 //! - the journal ([`Journal`]: crawl.log, the statistics, refusals.log, the run book), rank 3.
 //!
-//! Each lock is reached only through `with_sched`, the desk's `write` and `close`, or `with_journal`,
-//! which take the caller's
-//! `&mut Key<Free>` (it holds no engine lock) and lend the data to a closure that gets no key:
-//! the engine never holds two of its locks at once, and the types say so (see
-//! [`super::locks`]). `with_sched` also carries out what the scheduler left in its outbox once
-//! its lock is released: that is where every dropped URL gets its crawl.log line.
+//! Each lock is reached only through `with_sched`, the desk's `write` and `close`, or
+//! `with_journal`, which take the caller's `&mut Key<Free>` (it holds no engine lock) and lend
+//! the data to a closure that gets no key: the engine never holds two of its locks at once, and
+//! the types say so (see [`super::locks`]). `with_sched` also carries out what the scheduler
+//! left in its outbox once its lock is released: that is where every dropped URL gets its
+//! crawl.log line.
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

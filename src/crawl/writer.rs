@@ -159,7 +159,7 @@ impl ArchiveDesk {
             match catch_unwind(AssertUnwindSafe(|| work(archive))) {
                 Ok(result) => result,
                 Err(panic) => {
-                    let why = panic_text(&*panic);
+                    let why = super::driver::panic_message(&*panic);
                     tracing::error!("the WARC writer panicked: {why}");
                     desk.broken = Some(why.clone());
                     Err(ArchiveError::Stopped(why))
@@ -179,14 +179,6 @@ fn beside_workers<R>(blocking: bool, work: impl FnOnce() -> R) -> R {
     } else {
         work()
     }
-}
-
-fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
-    panic
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic".to_string())
 }
 
 /// The WARC writer and what deduplication needs, behind the desk's lock.
