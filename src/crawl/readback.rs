@@ -6,8 +6,9 @@
 //! exactly what the archive holds (and what replay will show), whichever run of the crawl
 //! fetched it, and no body is held in memory for it meanwhile: only where each record is.
 //!
-//! [`Ledger`] is that map, filled from crawl.log when a run starts and from each final
-//! crawl.log line as it is written; [`read_back`] reads one answer.
+//! [`Ledger`] is that map, read from crawl.log when the first page goes to the browser and
+//! filled from each final crawl.log line written from then on (a crawl that renders nothing
+//! keeps none); [`read_back`] reads one answer.
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{Hash as _, Hasher as _};
@@ -215,6 +216,24 @@ impl Ledger {
         }
     }
 
+    /// Takes in what `newer` learnt meanwhile (the lines noted while this ledger was read
+    /// from crawl.log): its URLs' places win, as a later line's would; a digest keeps the
+    /// original noted first, as [`Ledger::note_keyed`] does.
+    pub(super) fn absorb(&mut self, newer: Ledger) {
+        let ids: Vec<u32> = newer.files.iter().map(|f| self.file_id(f)).collect();
+        let moved = |spot: Spot| Spot {
+            file: ids[spot.file as usize],
+            ..spot
+        };
+        self.settled.extend(newer.settled);
+        for (key, spot) in newer.by_url {
+            self.by_url.insert(key, moved(spot));
+        }
+        for (digest, spot) in newer.by_digest {
+            self.by_digest.entry(digest).or_insert(moved(spot));
+        }
+    }
+
     fn file_id(&mut self, name: &str) -> u32 {
         if let Some(id) = self.file_ids.get(name) {
             return *id;
@@ -387,6 +406,38 @@ mod tests {
         assert!(matches!(ledger.known(&key("http://h/c")), Known::Settled));
         assert!(matches!(ledger.known(&key("http://h/a#top")), Known::At(_)));
         assert!(matches!(ledger.known(&key("http://h/d")), Known::Unknown));
+    }
+
+    #[test]
+    fn lines_noted_while_crawl_log_was_read_join_it_with_their_own_files() {
+        let at = |f: &str, o: u64| serde_json::json!({"warcFilename": f, "warcFileOffset": o});
+        let mut read = Ledger::default();
+        read.note(&line("http://h/a", "sha1:X", &[], &at("A.warc.gz", 1)));
+        let mut newer = Ledger::default();
+        // Another file first, so its id in `newer` (0) is A's id in `read`.
+        newer.note(&line("http://h/b", "sha1:Y", &[], &at("B.warc.gz", 2)));
+        newer.note(&line("http://h/c", "sha1:X", &[], &at("B.warc.gz", 3)));
+        let none = serde_json::json!({});
+        let dropped = Line {
+            status: -9998,
+            digest: None,
+            ..line("http://h/d", "-", &[], &none)
+        };
+        newer.note(&dropped);
+        read.absorb(newer);
+        let key = |u: &str| seen_key(&Url::parse(u).unwrap());
+        let place = |u: &str| match read.known(&key(u)) {
+            Known::At(f) => (f.filename, f.offset),
+            other => panic!("{u}: {other:?}"),
+        };
+        assert_eq!(place("http://h/a"), ("A.warc.gz".to_string(), 1));
+        assert_eq!(place("http://h/b"), ("B.warc.gz".to_string(), 2));
+        assert_eq!(place("http://h/c"), ("B.warc.gz".to_string(), 3));
+        assert!(matches!(read.known(&key("http://h/d")), Known::Settled));
+        // The digest's first original stays the one read from crawl.log.
+        let dup = [REVISIT.to_string()];
+        let revisit = read.note(&line("http://h/e", "sha1:X", &dup, &at("C.warc.gz", 9)));
+        assert_eq!(revisit.map(|f| f.filename), Some("A.warc.gz".to_string()));
     }
 
     #[tokio::test]

@@ -15,7 +15,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -46,7 +46,8 @@ pub(super) struct RenderJob {
     pub(super) thread: usize,
 }
 
-/// Who waits for which URL, and what the crawl knows of each URL it settled.
+/// Who waits for which URL, and what the crawl knows of each URL it settled (kept from the
+/// first page that goes to the browser on: see [`Rendering::open_ledger`]).
 ///
 /// Behind a mutex of its own, outside the engine's three (`super::locks`), because it is a
 /// leaf: it is only reached through [`Rendering::with_book`], whose closures touch the book
@@ -58,7 +59,8 @@ struct Book {
     ledger: Ledger,
 }
 
-/// What earlier runs of a crawl left for the browser.
+/// What the crawl archived before the ledger is kept, for the browser: this run's and earlier
+/// runs' crawl.log, and the WARCs recovered at start.
 pub(super) struct Earlier<'a> {
     pub(super) crawl_log: &'a Path,
     /// URLs found archived in WARCs recovered at start (not in crawl.log: a crash came between).
@@ -85,13 +87,22 @@ pub(super) struct Rendering {
     html_pages: AtomicU64,
     rendered: AtomicU64,
     book: Mutex<Book>,
+    /// Whether final crawl.log lines are noted in the book's ledger: not until a page goes to
+    /// the browser. Most crawls render nothing, and a ledger kept from the start would grow
+    /// with every URL of a crawl that never needs it.
+    ledger_on: AtomicBool,
+    /// The ledger's opening: the crawl.log to read, once.
+    ledger_opened: tokio::sync::OnceCell<()>,
+    crawl_log: PathBuf,
+    /// URLs found archived in WARCs recovered at start (no crawl.log line says so), until the
+    /// ledger is opened.
+    recovered: Mutex<HashSet<String>>,
 }
 
 impl Rendering {
     /// The rendering of a crawl; says in run.log when pages that need a browser will not get one.
-    /// With a browser to run, what earlier runs of the crawl archived (their crawl.log lines,
-    /// the URLs of WARCs recovered at start) is learnt first, so the browser is answered from
-    /// it too.
+    /// With a browser to run, the URLs of WARCs recovered at start are kept for the ledger,
+    /// which is read from crawl.log when the first page goes to the browser.
     pub(super) fn new(
         settings: BrowserSettings,
         tabs: usize,
@@ -128,16 +139,9 @@ impl Rendering {
                 )),
             }
         }
-        let ledger = match executable {
-            Some(_) => Ledger::load(earlier.crawl_log, earlier.recovered).unwrap_or_else(|e| {
-                runlog.line(&format!(
-                    "browser: cannot read {} ({e}): URLs of earlier runs are refused to the \
-                     browser, not fetched again",
-                    earlier.crawl_log.display()
-                ));
-                Ledger::default()
-            }),
-            None => Ledger::default(),
+        let recovered = match executable {
+            Some(_) => earlier.recovered.clone(),
+            None => HashSet::new(),
         };
         let (jobs, rx) = mpsc::unbounded_channel();
         Rendering {
@@ -153,9 +157,46 @@ impl Rendering {
             rendered: AtomicU64::new(0),
             book: Mutex::new(Book {
                 waiters: HashMap::new(),
-                ledger,
+                ledger: Ledger::default(),
             }),
+            ledger_on: AtomicBool::new(false),
+            ledger_opened: tokio::sync::OnceCell::new(),
+            crawl_log: earlier.crawl_log.to_path_buf(),
+            recovered: Mutex::new(recovered),
         }
+    }
+
+    /// Starts keeping the ledger, once, before the browser's first request: from now on final
+    /// lines are noted as they are logged, and what was logged before (this run's lines and
+    /// earlier runs') is read from crawl.log meanwhile, then joined with them.
+    ///
+    /// No line falls between the two: a line is in crawl.log (written and handed to the OS)
+    /// before [`Rendering::logged`] sees it, so a line logged while the switch was still off
+    /// is in the file read after it was turned on. A line in both is noted twice, the same.
+    async fn open_ledger(&self, runlog: &crate::logs::runlog::RunLog) {
+        self.ledger_opened
+            .get_or_init(|| async {
+                self.with_book(|_| self.ledger_on.store(true, Ordering::SeqCst));
+                let path = self.crawl_log.clone();
+                let recovered = std::mem::take(&mut *lock(&self.recovered));
+                let read = tokio::task::spawn_blocking(move || Ledger::load(&path, &recovered))
+                    .await
+                    .map_err(|e| std::io::Error::other(e.to_string()))
+                    .and_then(|r| r);
+                let mut ledger = read.unwrap_or_else(|e| {
+                    runlog.line(&format!(
+                        "browser: cannot read {} ({e}): URLs archived before the first render \
+                         are refused to the browser, not fetched again",
+                        self.crawl_log.display()
+                    ));
+                    Ledger::default()
+                });
+                self.with_book(|b| {
+                    ledger.absorb(std::mem::take(&mut b.ledger));
+                    b.ledger = ledger;
+                });
+            })
+            .await;
     }
 
     /// Lends the book to `f` (see [`Book`]: a leaf lock).
@@ -221,7 +262,7 @@ impl Rendering {
             annotations: &entry.annotations,
             extra: entry.extra.as_ref(),
         };
-        if self.executable.is_none() || !line.settles() {
+        if !self.ledger_on.load(Ordering::SeqCst) || !line.settles() {
             return;
         }
         let parsed;
@@ -248,7 +289,8 @@ impl Rendering {
     /// The browser, started on first use; None when it cannot be (said once in run.log).
     async fn browser(&self, runlog: &crate::logs::runlog::RunLog) -> Option<Arc<Browser>> {
         let exe = self.executable.clone()?;
-        self.browser
+        let browser = self
+            .browser
             .get_or_init(|| async {
                 match Browser::launch(&exe, self.tabs).await {
                     Ok(b) => Some(Arc::new(b)),
@@ -261,7 +303,10 @@ impl Rendering {
                 }
             })
             .await
-            .clone()
+            .clone()?;
+        // Its requests are answered from the ledger: kept from now on (not if it never runs).
+        self.open_ledger(runlog).await;
+        Some(browser)
     }
 
     /// Stops the browser, if it was started.
@@ -575,4 +620,70 @@ pub(super) fn render_tasks(crawler: Arc<Crawler>) -> tokio::task::JoinHandle<()>
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::logs::crawllog::CrawlLog;
+    use crate::logs::runlog::RunLog;
+
+    fn archived<'a>(url: &'a Url, offset: u64) -> Entry<'a> {
+        Entry {
+            status: 200,
+            uri: url.as_str(),
+            url: Some(url),
+            digest: Some("sha1:X"),
+            extra: Some(serde_json::json!({"warcFilename": "A.warc.gz", "warcFileOffset": offset})),
+            ..Entry::default()
+        }
+    }
+
+    fn known(r: &Rendering, url: &Url) -> Option<u64> {
+        r.with_book(|b| match b.ledger.known(&seen_key(url)) {
+            Known::At(found) => Some(found.offset),
+            Known::Settled => Some(0),
+            Known::Unknown => None,
+        })
+    }
+
+    #[tokio::test]
+    async fn the_ledger_is_kept_from_the_first_render_on_and_learns_what_was_logged_before() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let log_path = dir.path().join("crawl.log");
+        let runlog = RunLog::open(&dir.path().join("run.log")).expect("run.log");
+        let mut log = CrawlLog::open(&log_path).expect("crawl.log");
+        let settings = BrowserSettings {
+            // Any executable file will do: the browser is not started here.
+            executable: Some(std::env::current_exe().expect("the test binary")),
+            ..BrowserSettings::default()
+        };
+        let recovered = HashSet::from(["http://h/recovered".to_string()]);
+        let earlier = Earlier {
+            crawl_log: &log_path,
+            recovered: &recovered,
+            warc_dir: dir.path(),
+        };
+        let rendering = Rendering::new(settings, 1, false, earlier, &runlog);
+
+        let before = Url::parse("http://h/before").unwrap();
+        log.write(&archived(&before, 10)).expect("a line");
+        rendering.logged(&archived(&before, 10));
+        // No page went to the browser: nothing is kept for it.
+        assert_eq!(known(&rendering, &before), None);
+
+        rendering.open_ledger(&runlog).await;
+        assert_eq!(known(&rendering, &before), Some(10), "read from crawl.log");
+        let recovered = Url::parse("http://h/recovered").unwrap();
+        assert_eq!(
+            known(&rendering, &recovered),
+            Some(0),
+            "settled by a recovered WARC"
+        );
+
+        let after = Url::parse("http://h/after").unwrap();
+        log.write(&archived(&after, 20)).expect("a line");
+        rendering.logged(&archived(&after, 20));
+        assert_eq!(known(&rendering, &after), Some(20), "noted as logged");
+    }
 }

@@ -63,9 +63,11 @@ const FORMAT_VERSION: i64 = 2;
 const APPLICATION_ID: i32 = 0x4172_6346;
 
 /// Page cache of the connection, in KiB. It bounds the frontier's memory whatever the crawl's
-/// size (the target is a process under 500 MB at 10^7 queued URLs); a bigger cache saved no
-/// writes in the benchmark, only some reads that the OS page cache serves anyway.
-const CACHE_KIB: i64 = 64 * 1024;
+/// size, and a crawl's memory grows until it is full, so it is kept small: the frontier bench
+/// ran as fast at 10^6 URLs with 8, 16 and 64 MiB, wrote the same bytes, and peaked at 14, 22
+/// and 73 MiB. Pages it misses are served by the OS page cache; 16 MiB keeps the B-trees'
+/// inner pages in (issue 15, README "Memory over a long crawl").
+const CACHE_KIB: i64 = 16 * 1024;
 
 /// WAL pages between checkpoints (SQLite's default is 1,000). Each checkpoint copies the WAL
 /// into the database and syncs both, so a page changed by many commits is copied once per

@@ -15,6 +15,9 @@
 #   BENCH_NO_BUILD=1   skip the builds (use the binaries already built)
 #   BENCH_REPORT_ONLY=1  run nothing: recompute the figures of the last run with these arguments
 #   BENCH_WARC_MAX_BYTES=B   [output] warc_max_bytes of the crawl (default: the crawler's, 1 GB)
+#   BENCH_MAX_DIGESTS=D  [dedup] max_digests of the crawl (default: the crawler's, 1,000,000):
+#                      every page here has its own payload, so the digest index grows by one
+#                      entry a fetch up to D; a small D shows what else grows over a long run
 #   BENCH_NICE=K       run the server and the crawler under `nice -n K` (e.g. -10 as root, so
 #                      other jobs on a shared machine disturb the measure less; default: not)
 #   CARGO_TARGET_DIR   honoured as cargo does
@@ -29,7 +32,8 @@ N="${1:-10000}"
 SECS="${2:-90}"
 WARMUP="${BENCH_WARMUP:-10}"
 WARC_MAX="${BENCH_WARC_MAX_BYTES:-}"
-OUT="$HERE/out/many_sites-$N-${SECS}s${WARC_MAX:+-warc$WARC_MAX}${BENCH_NICE:+-nice$BENCH_NICE}"
+MAX_DIGESTS="${BENCH_MAX_DIGESTS:-}"
+OUT="$HERE/out/many_sites-$N-${SECS}s${WARC_MAX:+-warc$WARC_MAX}${MAX_DIGESTS:+-digests$MAX_DIGESTS}${BENCH_NICE:+-nice$BENCH_NICE}"
 
 say() { printf '\n== %s\n' "$*"; }
 die() { printf 'many_sites.sh: error: %s\n' "$*" >&2; exit 1; }
@@ -38,6 +42,7 @@ die() { printf 'many_sites.sh: error: %s\n' "$*" >&2; exit 1; }
 [[ "$SECS" =~ ^[0-9]+$ && "$SECS" -ge 20 && "$SECS" -le 3600 ]] || die "SECONDS must be 20..3600"
 [[ "$WARMUP" =~ ^[0-9]+$ && "$WARMUP" -lt "$SECS" ]] || die "BENCH_WARMUP must be below SECONDS"
 [[ -z "$WARC_MAX" || "$WARC_MAX" =~ ^[0-9]+$ ]] || die "BENCH_WARC_MAX_BYTES must be a number of bytes"
+[[ -z "$MAX_DIGESTS" || "$MAX_DIGESTS" =~ ^[0-9]+$ ]] || die "BENCH_MAX_DIGESTS must be a whole number"
 NICE=()
 if [[ -n "${BENCH_NICE:-}" ]]; then
     [[ "$BENCH_NICE" =~ ^-?[0-9]+$ ]] || die "BENCH_NICE must be a whole number"
@@ -446,9 +451,9 @@ for ((k = 0; k < SERVERS; k++)); do
 done
 
 # --- 3. the profile -------------------------------------------------------------------------
-"$PY" - "$N" "$PORT" "$OUT/profile.toml" "$WARC_MAX" <<'PY'
+"$PY" - "$N" "$PORT" "$OUT/profile.toml" "$WARC_MAX" "$MAX_DIGESTS" <<'PY'
 import sys
-n, port, path, warc_max = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+n, port, path, warc_max, max_digests = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
 def addr(i):  # as site_addr() in manysites_server.rs
     return f"127.1.{i // 250}.{i % 250 + 1}"
 with open(path, "w") as f:
@@ -478,6 +483,8 @@ prefix = "MANY"
 """)
     if warc_max:
         f.write(f"warc_max_bytes = {warc_max}\n")
+    if max_digests:
+        f.write(f"[dedup]\nmax_digests = {max_digests}\n")
     f.write("[resolve]\n")
     f.writelines(f'"site-{i:05d}.test" = "{addr(i)}"\n' for i in range(n))
 PY
