@@ -8,11 +8,14 @@
 //! digest.
 //!
 //! A crawl of a large site sees millions of payloads, so an entry is kept small: the 20 raw
-//! SHA-1 bytes as the key (not the 37-character label), date and URL in one allocation, the
-//! record ID as a 16-byte UUID.
+//! SHA-1 bytes (not the 37-character label), the record ID as a 16-byte UUID, date and URL end
+//! to end in blocks of text shared by many entries (no allocation, pointer or allocator
+//! rounding of their own). Entries sit in one vector, in the order added; the hash table holds
+//! only their 4-byte positions, so its slack (a table is between 44% and 87% full) costs little:
+//! about 120–160 bytes an entry in all, 60 of them the date and URL.
 
-use std::collections::HashMap;
 use std::fs::{self, File};
+use std::hash::BuildHasher as _;
 use std::io::{self, BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
@@ -30,7 +33,7 @@ pub const DEDUP_STATUS: u16 = 200;
 pub struct DedupSettings {
     /// Earlier crawls' CDXJ files or folders: payloads archived there become revisits here.
     pub previous: Vec<PathBuf>,
-    /// Most payload digests kept in memory for revisits (about 200 bytes each).
+    /// Most payload digests kept in memory for revisits (about 120–160 bytes each).
     pub max_digests: usize,
 }
 
@@ -47,15 +50,39 @@ impl Default for DedupSettings {
 type Sha1Key = [u8; 20];
 
 /// Payload digest → the original capture.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct DigestIndex {
-    map: HashMap<Sha1Key, Entry>,
+    /// Positions in `entries`, found by the hash of their digest.
+    slots: hashbrown::HashTable<u32>,
+    entries: Vec<Entry>,
+    /// The originals' dates and URLs, end to end, in blocks of at least [`TEXT_BLOCK`] bytes
+    /// that are only ever appended to. A string per entry cost a third of the index more: its
+    /// 16-byte pointer in the table, and the allocator's rounding of each one.
+    texts: Vec<String>,
+    /// Seeded per process: digests come from payloads servers choose, and a fixed hash of
+    /// them would let a server pile its payloads into one run of slots.
+    hasher: foldhash::fast::RandomState,
 }
 
-/// One original, compactly: `date` then `url` in one string.
+impl std::fmt::Debug for DigestIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DigestIndex")
+            .field("entries", &self.entries.len())
+            .field("text_blocks", &self.texts.len())
+            .finish()
+    }
+}
+
+/// Bytes of one block of `DigestIndex::texts` (a longer text gets a block of its own).
+const TEXT_BLOCK: usize = 1 << 20;
+
+/// One original, compactly: its digest, and where its `date` then `url` are in the texts.
 #[derive(Debug)]
 struct Entry {
-    text: Box<str>,
+    key: Sha1Key,
+    block: u32,
+    start: u32,
+    len: u32,
     date_len: u8,
     record_id: Option<Uuid>,
 }
@@ -103,11 +130,11 @@ impl DigestIndex {
 
     /// Number of payloads known.
     pub fn len(&self) -> usize {
-        self.map.len()
+        self.entries.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.entries.is_empty()
     }
 
     /// Records a response this crawl wrote, so a later identical payload becomes a revisit.
@@ -141,8 +168,13 @@ impl DigestIndex {
         if status != DEDUP_STATUS {
             return None;
         }
-        let entry = self.map.get(&sha1_key(payload_digest)?)?;
-        let (warc_date, url) = entry.text.split_at(usize::from(entry.date_len));
+        let entry = self.entry(&sha1_key(payload_digest)?)?;
+        let start = entry.start as usize;
+        let text = self
+            .texts
+            .get(entry.block as usize)?
+            .get(start..start + entry.len as usize)?;
+        let (warc_date, url) = text.split_at_checked(usize::from(entry.date_len))?;
         Some(Original {
             url,
             warc_date,
@@ -198,19 +230,72 @@ impl DigestIndex {
         let Ok(date_len) = u8::try_from(date.len()) else {
             return false;
         };
-        if self.map.contains_key(&key) {
+        if self.entry(&key).is_some() {
             return false;
         }
-        let text = format!("{date}{url}").into_boxed_str();
-        self.map.insert(
+        let Ok(position) = u32::try_from(self.entries.len()) else {
+            return false;
+        };
+        let Some((block, start, len)) = self.store_text(date, url) else {
+            return false;
+        };
+        self.entries.push(Entry {
             key,
-            Entry {
-                text,
-                date_len,
-                record_id,
-            },
-        );
+            block,
+            start,
+            len,
+            date_len,
+            record_id,
+        });
+        let DigestIndex {
+            slots,
+            entries,
+            hasher,
+            ..
+        } = self;
+        let rehash = |&i: &u32| {
+            entries
+                .get(i as usize)
+                .map_or(0, |e| hasher.hash_one(e.key))
+        };
+        slots.insert_unique(hasher.hash_one(key), position, rehash);
         true
+    }
+
+    /// The entry of a digest, if known.
+    fn entry(&self, key: &Sha1Key) -> Option<&Entry> {
+        let same = |&i: &u32| self.entries.get(i as usize).is_some_and(|e| e.key == *key);
+        let position = self.slots.find(self.hasher.hash_one(key), same)?;
+        self.entries.get(*position as usize)
+    }
+
+    /// Appends `date` then `url` to the texts: (block, start, length), or None for a text
+    /// whose place does not fit the entry's 32-bit fields (nothing is appended then).
+    fn store_text(&mut self, date: &str, url: &str) -> Option<(u32, u32, u32)> {
+        let len = date.len() + url.len();
+        let fits = self
+            .texts
+            .last()
+            .is_some_and(|b| b.capacity() - b.len() >= len);
+        let (block, start) = match fits {
+            true => (
+                self.texts.len() - 1,
+                self.texts.last().map_or(0, String::len),
+            ),
+            false => (self.texts.len(), 0),
+        };
+        let place = (
+            u32::try_from(block).ok()?,
+            u32::try_from(start).ok()?,
+            u32::try_from(len).ok()?,
+        );
+        if !fits {
+            self.texts.push(String::with_capacity(len.max(TEXT_BLOCK)));
+        }
+        let text = self.texts.last_mut()?;
+        text.push_str(date);
+        text.push_str(url);
+        Some(place)
     }
 }
 
@@ -346,9 +431,32 @@ mod tests {
 
     #[test]
     fn entries_stay_small() {
-        // Key and value of one map slot: 20 + 40 bytes, plus date and URL on the heap.
-        assert!(std::mem::size_of::<Entry>() <= 40);
+        // An entry: digest 20 bytes, place of its text 13, record ID 17; plus its 4-byte slot,
+        // and date and URL in a shared block.
+        assert!(std::mem::size_of::<Entry>() <= 52);
         assert_eq!(std::mem::size_of::<Sha1Key>(), 20);
+    }
+
+    #[test]
+    fn texts_across_blocks_and_longer_than_one_come_back_whole() {
+        let mut index = DigestIndex::new();
+        let long = format!("http://h/{}", "x".repeat(TEXT_BLOCK + 10));
+        let url = |i: usize| match i {
+            7_000 => long.clone(),
+            _ => format!("http://site-{i}.test/page/{i}?q={}", "y".repeat(i % 300)),
+        };
+        for i in 0..20_000usize {
+            assert!(index.add(200, &sha1_of(&i.to_le_bytes()), &url(i), DATE, None));
+        }
+        assert!(index.texts.len() > 3, "{} blocks", index.texts.len());
+        for i in 0..20_000usize {
+            let found = index.find(200, &sha1_of(&i.to_le_bytes())).unwrap();
+            assert_eq!(
+                (found.url, found.warc_date),
+                (url(i).as_str(), DATE),
+                "entry {i}"
+            );
+        }
     }
 
     fn line(key: &str, ts: &str, json: serde_json::Value) -> String {
