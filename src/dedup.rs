@@ -59,6 +59,9 @@ pub struct DigestIndex {
     /// that are only ever appended to. A string per entry cost a third of the index more: its
     /// 16-byte pointer in the table, and the allocator's rounding of each one.
     texts: Vec<String>,
+    /// The block texts are appended to (a text longer than a block gets one of its own and
+    /// leaves this one open).
+    open_block: usize,
     /// Seeded per process: digests come from payloads servers choose, and a fixed hash of
     /// them would let a server pile its payloads into one run of slots.
     hasher: foldhash::fast::RandomState,
@@ -273,26 +276,23 @@ impl DigestIndex {
     /// whose place does not fit the entry's 32-bit fields (nothing is appended then).
     fn store_text(&mut self, date: &str, url: &str) -> Option<(u32, u32, u32)> {
         let len = date.len() + url.len();
-        let fits = self
-            .texts
-            .last()
-            .is_some_and(|b| b.capacity() - b.len() >= len);
-        let (block, start) = match fits {
-            true => (
-                self.texts.len() - 1,
-                self.texts.last().map_or(0, String::len),
-            ),
-            false => (self.texts.len(), 0),
+        let open = self.texts.get(self.open_block);
+        let (block, start) = match open.filter(|b| b.capacity() - b.len() >= len) {
+            Some(b) => (self.open_block, b.len()),
+            None => (self.texts.len(), 0),
         };
         let place = (
             u32::try_from(block).ok()?,
             u32::try_from(start).ok()?,
             u32::try_from(len).ok()?,
         );
-        if !fits {
+        if block == self.texts.len() {
             self.texts.push(String::with_capacity(len.max(TEXT_BLOCK)));
+            if len < TEXT_BLOCK {
+                self.open_block = block;
+            }
         }
-        let text = self.texts.last_mut()?;
+        let text = self.texts.get_mut(block)?;
         text.push_str(date);
         text.push_str(url);
         Some(place)
@@ -449,6 +449,14 @@ mod tests {
             assert!(index.add(200, &sha1_of(&i.to_le_bytes()), &url(i), DATE, None));
         }
         assert!(index.texts.len() > 3, "{} blocks", index.texts.len());
+        // The long text's block did not close the one being filled: one block at most (the
+        // last) is left well short of full.
+        let short = index
+            .texts
+            .iter()
+            .filter(|b| b.len() < TEXT_BLOCK - 2_000)
+            .count();
+        assert!(short <= 1, "{short} blocks left part empty");
         for i in 0..20_000usize {
             let found = index.find(200, &sha1_of(&i.to_le_bytes())).unwrap();
             assert_eq!(

@@ -74,7 +74,7 @@ pub(super) struct Found {
     pub(super) filename: String,
     pub(super) offset: u64,
     /// The record is the URL's own (its WARC-Target-URI is checked): not a revisit's original.
-    own: bool,
+    pub(super) own: bool,
 }
 
 /// What the crawl knows of a URL so far.
@@ -121,6 +121,42 @@ pub(super) struct Line<'a> {
     pub(super) extra: Option<&'a serde_json::Value>,
 }
 
+/// A final line logged while the ledger is being read from crawl.log, kept to be noted after
+/// the lines read, in the order they were logged.
+pub(super) struct Pending {
+    key: String,
+    uri: String,
+    status: i32,
+    digest: Option<String>,
+    annotations: Vec<String>,
+    extra: Option<serde_json::Value>,
+}
+
+impl Pending {
+    pub(super) fn of(line: &Line<'_>, seen_key: String) -> Pending {
+        Pending {
+            key: seen_key,
+            uri: line.uri.to_string(),
+            status: line.status,
+            digest: line.digest.map(str::to_string),
+            annotations: line.annotations.to_vec(),
+            extra: line.extra.cloned(),
+        }
+    }
+
+    /// Notes the line in `ledger`, as if it had been noted when logged.
+    pub(super) fn note_in(&self, ledger: &mut Ledger) {
+        let line = Line {
+            uri: &self.uri,
+            status: self.status,
+            digest: self.digest.as_deref(),
+            annotations: &self.annotations,
+            extra: self.extra.as_ref(),
+        };
+        ledger.note_keyed(&line, &self.key);
+    }
+}
+
 impl Line<'_> {
     /// Whether the line is the URL's last word: not a try to be made again (`retry:N`), nor a
     /// request the browser refused by itself (`browser:…`: the URL was not judged, and may
@@ -134,15 +170,21 @@ impl Line<'_> {
 }
 
 impl Ledger {
-    /// The ledger of an earlier run's crawl.log (missing: empty), plus the URLs found archived
-    /// in WARCs recovered at start (no line says where their records are: they are settled).
-    pub(super) fn load(crawl_log: &Path, recovered: &HashSet<String>) -> std::io::Result<Ledger> {
+    /// The keys of URLs found archived in WARCs recovered at start, as [`Ledger::load`] takes
+    /// them: 8 bytes a URL, kept until the ledger is read.
+    pub(super) fn recovered_keys(recovered: &HashSet<String>) -> Vec<u64> {
+        recovered
+            .iter()
+            .filter_map(|uri| Url::parse(uri).ok())
+            .map(|url| key_hash(&seen_key(&url)))
+            .collect()
+    }
+
+    /// The ledger of crawl.log (missing: empty), plus the URLs found archived in WARCs
+    /// recovered at start (no line says where their records are: they are settled).
+    pub(super) fn load(crawl_log: &Path, recovered: &[u64]) -> std::io::Result<Ledger> {
         let mut ledger = Ledger::default();
-        for uri in recovered {
-            if let Ok(url) = Url::parse(uri) {
-                ledger.settled.insert(key_hash(&seen_key(&url)));
-            }
-        }
+        ledger.settled.extend(recovered.iter().copied());
         crate::logs::crawllog::read_lines(crawl_log, |text| {
             // A torn line (a crash) says nothing: its URL is fetched again or waited for.
             let Some(p) = crate::logs::crawllog::parse_line(text) else {
@@ -213,24 +255,6 @@ impl Ledger {
             filename: self.files[spot.file as usize].clone(),
             offset: spot.offset,
             own: spot.own,
-        }
-    }
-
-    /// Takes in what `newer` learnt meanwhile (the lines noted while this ledger was read
-    /// from crawl.log): its URLs' places win, as a later line's would; a digest keeps the
-    /// original noted first, as [`Ledger::note_keyed`] does.
-    pub(super) fn absorb(&mut self, newer: Ledger) {
-        let ids: Vec<u32> = newer.files.iter().map(|f| self.file_id(f)).collect();
-        let moved = |spot: Spot| Spot {
-            file: ids[spot.file as usize],
-            ..spot
-        };
-        self.settled.extend(newer.settled);
-        for (key, spot) in newer.by_url {
-            self.by_url.insert(key, moved(spot));
-        }
-        for (digest, spot) in newer.by_digest {
-            self.by_digest.entry(digest).or_insert(moved(spot));
         }
     }
 
@@ -409,35 +433,35 @@ mod tests {
     }
 
     #[test]
-    fn lines_noted_while_crawl_log_was_read_join_it_with_their_own_files() {
+    fn lines_kept_while_crawl_log_was_read_are_noted_after_it_as_if_read_there() {
         let at = |f: &str, o: u64| serde_json::json!({"warcFilename": f, "warcFileOffset": o});
+        let key = |u: &str| seen_key(&Url::parse(u).unwrap());
         let mut read = Ledger::default();
         read.note(&line("http://h/a", "sha1:X", &[], &at("A.warc.gz", 1)));
-        let mut newer = Ledger::default();
-        // Another file first, so its id in `newer` (0) is A's id in `read`.
-        newer.note(&line("http://h/b", "sha1:Y", &[], &at("B.warc.gz", 2)));
-        newer.note(&line("http://h/c", "sha1:X", &[], &at("B.warc.gz", 3)));
-        let none = serde_json::json!({});
-        let dropped = Line {
-            status: -9998,
-            digest: None,
-            ..line("http://h/d", "-", &[], &none)
-        };
-        newer.note(&dropped);
-        read.absorb(newer);
-        let key = |u: &str| seen_key(&Url::parse(u).unwrap());
+        read.note(&line("http://h/b", "sha1:Y", &[], &at("A.warc.gz", 2)));
+        // Logged meanwhile: a revisit of a payload whose original is only in the file read, and
+        // a newer line of a URL the file has too.
+        let dup = [REVISIT.to_string()];
+        let kept = [
+            Pending::of(
+                &line("http://h/c", "sha1:X", &dup, &at("B.warc.gz", 3)),
+                key("http://h/c"),
+            ),
+            Pending::of(
+                &line("http://h/b", "sha1:Y", &[], &at("B.warc.gz", 4)),
+                key("http://h/b"),
+            ),
+        ];
+        for p in &kept {
+            p.note_in(&mut read);
+        }
         let place = |u: &str| match read.known(&key(u)) {
-            Known::At(f) => (f.filename, f.offset),
+            Known::At(f) => (f.filename, f.offset, f.own),
             other => panic!("{u}: {other:?}"),
         };
-        assert_eq!(place("http://h/a"), ("A.warc.gz".to_string(), 1));
-        assert_eq!(place("http://h/b"), ("B.warc.gz".to_string(), 2));
-        assert_eq!(place("http://h/c"), ("B.warc.gz".to_string(), 3));
-        assert!(matches!(read.known(&key("http://h/d")), Known::Settled));
-        // The digest's first original stays the one read from crawl.log.
-        let dup = [REVISIT.to_string()];
-        let revisit = read.note(&line("http://h/e", "sha1:X", &dup, &at("C.warc.gz", 9)));
-        assert_eq!(revisit.map(|f| f.filename), Some("A.warc.gz".to_string()));
+        assert_eq!(place("http://h/c"), ("A.warc.gz".to_string(), 1, false));
+        assert_eq!(place("http://h/b"), ("B.warc.gz".to_string(), 4, true));
+        assert_eq!(place("http://h/a"), ("A.warc.gz".to_string(), 1, true));
     }
 
     #[tokio::test]

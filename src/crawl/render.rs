@@ -26,7 +26,7 @@ use super::decide::Disposition;
 use super::engine::Crawler;
 use super::locks::{Free, Key, Root};
 use super::page::{is_html, Page};
-use super::readback::{read_back, Copy, Found, Known, Ledger, Line};
+use super::readback::{read_back, Copy, Found, Known, Ledger, Line, Pending};
 use crate::browser::{self, Browser, BrowserAnswer, BrowserRequest, BrowserSettings, RenderMode};
 use crate::extract::{Hop, Outlink};
 use crate::frontier::{seen_key, Candidate};
@@ -57,6 +57,8 @@ pub(super) struct RenderJob {
 struct Book {
     waiters: HashMap<String, Vec<oneshot::Sender<Option<Found>>>>,
     ledger: Ledger,
+    /// While the ledger is read from crawl.log: the final lines logged meanwhile, in order.
+    opening: Option<Vec<Pending>>,
 }
 
 /// What the crawl archived before the ledger is kept, for the browser: this run's and earlier
@@ -94,9 +96,9 @@ pub(super) struct Rendering {
     /// The ledger's opening: the crawl.log to read, once.
     ledger_opened: tokio::sync::OnceCell<()>,
     crawl_log: PathBuf,
-    /// URLs found archived in WARCs recovered at start (no crawl.log line says so), until the
-    /// ledger is opened.
-    recovered: Mutex<HashSet<String>>,
+    /// The keys of URLs found archived in WARCs recovered at start (no crawl.log line says
+    /// so), until the ledger is opened.
+    recovered: Mutex<Vec<u64>>,
 }
 
 impl Rendering {
@@ -140,8 +142,8 @@ impl Rendering {
             }
         }
         let recovered = match executable {
-            Some(_) => earlier.recovered.clone(),
-            None => HashSet::new(),
+            Some(_) => Ledger::recovered_keys(earlier.recovered),
+            None => Vec::new(),
         };
         let (jobs, rx) = mpsc::unbounded_channel();
         Rendering {
@@ -158,6 +160,7 @@ impl Rendering {
             book: Mutex::new(Book {
                 waiters: HashMap::new(),
                 ledger: Ledger::default(),
+                opening: None,
             }),
             ledger_on: AtomicBool::new(false),
             ledger_opened: tokio::sync::OnceCell::new(),
@@ -167,23 +170,24 @@ impl Rendering {
     }
 
     /// Starts keeping the ledger, once, before the browser's first request: from now on final
-    /// lines are noted as they are logged, and what was logged before (this run's lines and
-    /// earlier runs') is read from crawl.log meanwhile, then joined with them.
+    /// lines are kept as they are logged, what was logged before (this run's lines and earlier
+    /// runs') is read from crawl.log meanwhile, and the lines kept are noted after those read,
+    /// as if the whole file had been read.
     ///
-    /// No line falls between the two: a line is in crawl.log (written and handed to the OS)
-    /// before [`Rendering::logged`] sees it, so a line logged while the switch was still off
-    /// is in the file read after it was turned on. A line in both is noted twice, the same.
+    /// No line falls between the two: a line is written to crawl.log (a system call) before
+    /// [`Rendering::logged`] looks at the switch, so a line that found it off was in the file
+    /// before the switch was turned on and the file opened and read. A line in both is noted
+    /// twice, the same way.
     async fn open_ledger(&self, runlog: &crate::logs::runlog::RunLog) {
         self.ledger_opened
             .get_or_init(|| async {
-                self.with_book(|_| self.ledger_on.store(true, Ordering::SeqCst));
+                let recovered = self.begin_ledger();
                 let path = self.crawl_log.clone();
-                let recovered = std::mem::take(&mut *lock(&self.recovered));
                 let read = tokio::task::spawn_blocking(move || Ledger::load(&path, &recovered))
                     .await
                     .map_err(|e| std::io::Error::other(e.to_string()))
                     .and_then(|r| r);
-                let mut ledger = read.unwrap_or_else(|e| {
+                let ledger = read.unwrap_or_else(|e| {
                     runlog.line(&format!(
                         "browser: cannot read {} ({e}): URLs archived before the first render \
                          are refused to the browser, not fetched again",
@@ -191,12 +195,30 @@ impl Rendering {
                     ));
                     Ledger::default()
                 });
-                self.with_book(|b| {
-                    ledger.absorb(std::mem::take(&mut b.ledger));
-                    b.ledger = ledger;
-                });
+                self.finish_ledger(ledger);
             })
             .await;
+    }
+
+    /// Turns the switch on (lines are kept from now on); the recovered URLs' keys to read with
+    /// crawl.log (copied: an opening cut short leaves them for the next).
+    fn begin_ledger(&self) -> Vec<u64> {
+        self.with_book(|b| {
+            b.opening.get_or_insert_with(Vec::new);
+            self.ledger_on.store(true, Ordering::SeqCst);
+        });
+        lock(&self.recovered).clone()
+    }
+
+    /// The ledger read from crawl.log, with the lines kept meanwhile noted after it.
+    fn finish_ledger(&self, mut ledger: Ledger) {
+        self.with_book(|b| {
+            for line in b.opening.take().unwrap_or_default() {
+                line.note_in(&mut ledger);
+            }
+            b.ledger = ledger;
+        });
+        *lock(&self.recovered) = Vec::new();
     }
 
     /// Lends the book to `f` (see [`Book`]: a leaf lock).
@@ -278,6 +300,12 @@ impl Rendering {
         };
         let key = seen_key(url);
         let (found, waiting) = self.with_book(|b| {
+            if let Some(kept) = &mut b.opening {
+                // Noted once the file is read (nobody waits meanwhile: the browser has not
+                // asked yet).
+                kept.push(Pending::of(&line, key));
+                return (None, None);
+            }
             let found = b.ledger.note_keyed(&line, &key);
             (found, b.waiters.remove(&key))
         });
@@ -628,62 +656,105 @@ mod tests {
     use crate::logs::crawllog::CrawlLog;
     use crate::logs::runlog::RunLog;
 
-    fn archived<'a>(url: &'a Url, offset: u64) -> Entry<'a> {
+    fn archived<'a>(url: &'a Url, offset: u64, notes: Vec<String>) -> Entry<'a> {
         Entry {
             status: 200,
             uri: url.as_str(),
             url: Some(url),
             digest: Some("sha1:X"),
+            annotations: notes,
             extra: Some(serde_json::json!({"warcFilename": "A.warc.gz", "warcFileOffset": offset})),
             ..Entry::default()
         }
     }
 
-    fn known(r: &Rendering, url: &Url) -> Option<u64> {
+    /// (offset, own record) of where the ledger says the URL's answer is; (0, false): settled
+    /// without a record.
+    fn known(r: &Rendering, url: &Url) -> Option<(u64, bool)> {
         r.with_book(|b| match b.ledger.known(&seen_key(url)) {
-            Known::At(found) => Some(found.offset),
-            Known::Settled => Some(0),
+            Known::At(found) => Some((found.offset, found.own)),
+            Known::Settled => Some((0, false)),
             Known::Unknown => None,
         })
+    }
+
+    /// A rendering with a browser to run (any executable file: it is not started here).
+    fn rendering(dir: &Path, recovered: &HashSet<String>) -> (Rendering, RunLog) {
+        let runlog = RunLog::open(&dir.join("run.log")).expect("run.log");
+        let settings = BrowserSettings {
+            executable: Some(std::env::current_exe().expect("the test binary")),
+            ..BrowserSettings::default()
+        };
+        let earlier = Earlier {
+            crawl_log: &dir.join("crawl.log"),
+            recovered,
+            warc_dir: dir,
+        };
+        (Rendering::new(settings, 1, false, earlier, &runlog), runlog)
     }
 
     #[tokio::test]
     async fn the_ledger_is_kept_from_the_first_render_on_and_learns_what_was_logged_before() {
         let dir = tempfile::tempdir().expect("temp dir");
-        let log_path = dir.path().join("crawl.log");
-        let runlog = RunLog::open(&dir.path().join("run.log")).expect("run.log");
-        let mut log = CrawlLog::open(&log_path).expect("crawl.log");
-        let settings = BrowserSettings {
-            // Any executable file will do: the browser is not started here.
-            executable: Some(std::env::current_exe().expect("the test binary")),
-            ..BrowserSettings::default()
-        };
+        let mut log = CrawlLog::open(&dir.path().join("crawl.log")).expect("crawl.log");
         let recovered = HashSet::from(["http://h/recovered".to_string()]);
-        let earlier = Earlier {
-            crawl_log: &log_path,
-            recovered: &recovered,
-            warc_dir: dir.path(),
-        };
-        let rendering = Rendering::new(settings, 1, false, earlier, &runlog);
+        let (rendering, runlog) = rendering(dir.path(), &recovered);
 
         let before = Url::parse("http://h/before").unwrap();
-        log.write(&archived(&before, 10)).expect("a line");
-        rendering.logged(&archived(&before, 10));
+        log.write(&archived(&before, 10, vec![])).expect("a line");
+        rendering.logged(&archived(&before, 10, vec![]));
         // No page went to the browser: nothing is kept for it.
         assert_eq!(known(&rendering, &before), None);
 
         rendering.open_ledger(&runlog).await;
-        assert_eq!(known(&rendering, &before), Some(10), "read from crawl.log");
+        assert_eq!(known(&rendering, &before), Some((10, true)), "read");
         let recovered = Url::parse("http://h/recovered").unwrap();
-        assert_eq!(
-            known(&rendering, &recovered),
-            Some(0),
-            "settled by a recovered WARC"
-        );
+        assert_eq!(known(&rendering, &recovered), Some((0, false)), "recovered");
 
         let after = Url::parse("http://h/after").unwrap();
-        log.write(&archived(&after, 20)).expect("a line");
-        rendering.logged(&archived(&after, 20));
-        assert_eq!(known(&rendering, &after), Some(20), "noted as logged");
+        log.write(&archived(&after, 20, vec![])).expect("a line");
+        rendering.logged(&archived(&after, 20, vec![]));
+        assert_eq!(
+            known(&rendering, &after),
+            Some((20, true)),
+            "noted as logged"
+        );
+    }
+
+    #[test]
+    fn lines_logged_while_crawl_log_is_read_are_noted_after_it() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("crawl.log");
+        let mut log = CrawlLog::open(&path).expect("crawl.log");
+        let (rendering, _runlog) = rendering(dir.path(), &HashSet::new());
+        let original = Url::parse("http://h/original").unwrap();
+        log.write(&archived(&original, 10, vec![])).expect("a line");
+
+        let recovered = rendering.begin_ledger();
+        let read = Ledger::load(&path, &recovered).expect("crawl.log read");
+        // Logged after the reader's end of file: a revisit of the payload read, a new URL.
+        let revisit = Url::parse("http://h/revisit").unwrap();
+        let later = Url::parse("http://h/later").unwrap();
+        for entry in [
+            archived(&revisit, 30, vec!["duplicate:digest".to_string()]),
+            archived(&later, 40, vec![]),
+        ] {
+            log.write(&entry).expect("a line");
+            rendering.logged(&entry);
+        }
+        assert_eq!(
+            known(&rendering, &later),
+            None,
+            "not yet: the file is being read"
+        );
+        rendering.finish_ledger(read);
+
+        assert_eq!(known(&rendering, &original), Some((10, true)));
+        assert_eq!(
+            known(&rendering, &revisit),
+            Some((10, false)),
+            "its original"
+        );
+        assert_eq!(known(&rendering, &later), Some((40, true)));
     }
 }
