@@ -100,54 +100,11 @@ impl Crawler {
         let runlog = RunLog::open(&out.join("run.log"))?;
         let book = SiteBook::load(&out.join("state").join("sites.json"))?;
         let runs = RunBook::load(&out.join("state").join("runs.json"), &runlog);
-        if stats.unreadable_lines > 0 {
-            runlog.line(&format!(
-                "{} lines of {} could not be read back (torn by a crash?); the reports leave \
-                 them out",
-                stats.unreadable_lines,
-                log_path.display()
-            ));
-        }
         let fetcher = Fetcher::new(profile.fetch.clone());
-        runlog.line(&format!(
-            "start crawl {:?} with profile {} as {:?}",
-            profile.name,
-            profile.path.display(),
-            profile.user_agent
-        ));
-        if !profile.obey_robots {
-            runlog.line(&format!(
-                "robots.txt is NOT obeyed in this run (unrestricted); reason: {}",
-                profile.unrestricted_reason
-            ));
-        }
-        let mut archived = HashSet::new();
-        for r in &recovered {
-            runlog.line(&format!(
-                "recovered {}: {} whole records kept, {} bytes of a torn record cut{}",
-                r.path.display(),
-                r.records_kept,
-                r.bytes_cut,
-                if r.removed {
-                    " (nothing left: removed)"
-                } else {
-                    ""
-                }
-            ));
-            archived.extend(r.captured_uris().map(str::to_string));
-        }
+        say_start(&runlog, &profile, &stats, &log_path);
+        let archived = recovered_urls(&recovered, &runlog);
         let resolver = Resolver::new(profile.dns.clone());
-        let limits = Limits {
-            max_pages_per_site: profile.scope.max_pages_per_site,
-            dns_ttl: resolver.ttl(),
-            obey_robots: profile.obey_robots,
-            max_retries: profile.politeness.max_retries,
-            max_crawl_delay: profile.politeness.max_crawl_delay,
-            budget: profile.politeness.budget,
-            guard: profile.guard.clone(),
-            busy_retry: super::shared::busy_retry(profile.politeness.min_delay),
-            robots_token: profile.robots_token.clone(),
-        };
+        let limits = limits(&profile, &resolver);
         let content_traps = content_traps(&profile.traps);
         let rendering = super::render::Rendering::new(
             profile.browser.clone(),
@@ -201,8 +158,7 @@ impl Crawler {
         result
     }
 
-    /// Lock 3 (rank 2 was the archive's, now a thread of its own): crawl.log, the statistics,
-    /// refusals.log and the run book.
+    /// Lock 3: crawl.log, the statistics, refusals.log and the run book.
     pub(super) fn with_journal<R>(
         &self,
         key: &mut Key<Free>,
@@ -473,6 +429,66 @@ impl Crawler {
 /// later run of the same profile picks it up; or, with `[frontier] database` (or
 /// `ARCHIVER_DATABASE`), a PostgreSQL database that every worker of the crawl shares. Either
 /// refuses another profile's crawl.
+/// run.log's first lines of a run: crawl.log lines the reports could not read back, the crawl
+/// and its identity, and whether robots.txt is obeyed.
+fn say_start(runlog: &RunLog, profile: &Profile, stats: &Stats, log_path: &std::path::Path) {
+    if stats.unreadable_lines > 0 {
+        runlog.line(&format!(
+            "{} lines of {} could not be read back (torn by a crash?); the reports leave \
+             them out",
+            stats.unreadable_lines,
+            log_path.display()
+        ));
+    }
+    runlog.line(&format!(
+        "start crawl {:?} with profile {} as {:?}",
+        profile.name,
+        profile.path.display(),
+        profile.user_agent
+    ));
+    if !profile.obey_robots {
+        runlog.line(&format!(
+            "robots.txt is NOT obeyed in this run (unrestricted); reason: {}",
+            profile.unrestricted_reason
+        ));
+    }
+}
+
+/// The URLs archived in the WARCs recovered at start, each recovery said in run.log.
+fn recovered_urls(recovered: &[crate::warc::Recovered], runlog: &RunLog) -> HashSet<String> {
+    let mut archived = HashSet::new();
+    for r in recovered {
+        runlog.line(&format!(
+            "recovered {}: {} whole records kept, {} bytes of a torn record cut{}",
+            r.path.display(),
+            r.records_kept,
+            r.bytes_cut,
+            if r.removed {
+                " (nothing left: removed)"
+            } else {
+                ""
+            }
+        ));
+        archived.extend(r.captured_uris().map(str::to_string));
+    }
+    archived
+}
+
+/// The scheduler's limits, from the profile.
+fn limits(profile: &Profile, resolver: &Resolver) -> Limits {
+    Limits {
+        max_pages_per_site: profile.scope.max_pages_per_site,
+        dns_ttl: resolver.ttl(),
+        obey_robots: profile.obey_robots,
+        max_retries: profile.politeness.max_retries,
+        max_crawl_delay: profile.politeness.max_crawl_delay,
+        budget: profile.politeness.budget,
+        guard: profile.guard.clone(),
+        busy_retry: super::shared::busy_retry(profile.politeness.min_delay),
+        robots_token: profile.robots_token.clone(),
+    }
+}
+
 fn open_frontier(p: &Profile) -> anyhow::Result<Box<dyn Frontier>> {
     let identity = crate::frontier::sqlite::CrawlIdentity {
         name: p.name.clone(),
