@@ -442,7 +442,8 @@ mod tests {
         let mut index = DigestIndex::new();
         let long = format!("http://h/{}", "x".repeat(TEXT_BLOCK + 10));
         let url = |i: usize| match i {
-            7_000 => long.clone(),
+            // The very first text is longer than a block, and one in the middle.
+            0 | 7_000 => long.clone(),
             _ => format!("http://site-{i}.test/page/{i}?q={}", "y".repeat(i % 300)),
         };
         for i in 0..20_000usize {

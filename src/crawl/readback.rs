@@ -180,11 +180,17 @@ impl Ledger {
             .collect()
     }
 
-    /// The ledger of crawl.log (missing: empty), plus the URLs found archived in WARCs
-    /// recovered at start (no line says where their records are: they are settled).
-    pub(super) fn load(crawl_log: &Path, recovered: &[u64]) -> std::io::Result<Ledger> {
+    /// A ledger that knows only the URLs found archived in WARCs recovered at start (no line
+    /// says where their records are: they are settled).
+    pub(super) fn settled(recovered: &[u64]) -> Ledger {
         let mut ledger = Ledger::default();
         ledger.settled.extend(recovered.iter().copied());
+        ledger
+    }
+
+    /// The ledger of crawl.log (missing: empty), plus the recovered URLs ([`Ledger::settled`]).
+    pub(super) fn load(crawl_log: &Path, recovered: &[u64]) -> std::io::Result<Ledger> {
+        let mut ledger = Ledger::settled(recovered);
         crate::logs::crawllog::read_lines(crawl_log, |text| {
             // A torn line (a crash) says nothing: its URL is fetched again or waited for.
             let Some(p) = crate::logs::crawllog::parse_line(text) else {
@@ -451,6 +457,11 @@ mod tests {
                 &line("http://h/b", "sha1:Y", &[], &at("B.warc.gz", 4)),
                 key("http://h/b"),
             ),
+            // Kept later still: the last line of a URL is where its answer is.
+            Pending::of(
+                &line("http://h/b", "sha1:Y", &[], &at("B.warc.gz", 5)),
+                key("http://h/b"),
+            ),
         ];
         for p in &kept {
             p.note_in(&mut read);
@@ -460,7 +471,7 @@ mod tests {
             other => panic!("{u}: {other:?}"),
         };
         assert_eq!(place("http://h/c"), ("A.warc.gz".to_string(), 1, false));
-        assert_eq!(place("http://h/b"), ("B.warc.gz".to_string(), 4, true));
+        assert_eq!(place("http://h/b"), ("B.warc.gz".to_string(), 5, true));
         assert_eq!(place("http://h/a"), ("A.warc.gz".to_string(), 1, true));
     }
 

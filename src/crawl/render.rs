@@ -176,24 +176,30 @@ impl Rendering {
     ///
     /// No line falls between the two: a line is written to crawl.log (a system call) before
     /// [`Rendering::logged`] looks at the switch, so a line that found it off was in the file
-    /// before the switch was turned on and the file opened and read. A line in both is noted
-    /// twice, the same way.
+    /// before the switch was turned on and the file opened and read. (This leans on the write
+    /// and read system calls ordering memory, as the kernel's locks on the file do; Rust's
+    /// atomics alone do not order a system call.) A line in both is noted twice, the same way.
+    /// Kept lines are noted in the order `logged` saw them, which is also the order a ledger
+    /// kept all along would have noted them.
     async fn open_ledger(&self, runlog: &crate::logs::runlog::RunLog) {
         self.ledger_opened
             .get_or_init(|| async {
                 let recovered = self.begin_ledger();
                 let path = self.crawl_log.clone();
-                let read = tokio::task::spawn_blocking(move || Ledger::load(&path, &recovered))
+                let keys = recovered.clone();
+                let read = tokio::task::spawn_blocking(move || Ledger::load(&path, &keys))
                     .await
                     .map_err(|e| std::io::Error::other(e.to_string()))
                     .and_then(|r| r);
                 let ledger = read.unwrap_or_else(|e| {
                     runlog.line(&format!(
                         "browser: cannot read {} ({e}): URLs archived before the first render \
-                         are refused to the browser, not fetched again",
+                         are not fetched again for the browser, which waits for them until \
+                         render_timeout",
                         self.crawl_log.display()
                     ));
-                    Ledger::default()
+                    // The recovered URLs are known without the file.
+                    Ledger::settled(&recovered)
                 });
                 self.finish_ledger(ledger);
             })
@@ -495,7 +501,18 @@ impl Crawler {
         match tokio::time::timeout(left, rx).await {
             Ok(Ok(Some(found))) => self.archived_answer(&found, &req.url).await,
             Ok(_) => refused("not archived"),
-            Err(_) => refused("not fetched within render_timeout"),
+            Err(_) => {
+                // The receiver is gone: its sender should not wait in the book for good.
+                self.rendering.with_book(|b| {
+                    if let Some(waiting) = b.waiters.get_mut(&key) {
+                        waiting.retain(|w| !w.is_closed());
+                        if waiting.is_empty() {
+                            b.waiters.remove(&key);
+                        }
+                    }
+                });
+                refused("not fetched within render_timeout")
+            }
         }
     }
 }
