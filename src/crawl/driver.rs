@@ -400,5 +400,7 @@ mod tests {
         })
         .await;
         assert_eq!(panic_message(&*string_panic), "bad value 7");
+        let other = caught(async { std::panic::panic_any(7u8) }).await;
+        assert_eq!(panic_message(&*other), "a panic without a message");
     }
 }

@@ -425,10 +425,6 @@ impl Crawler {
     }
 }
 
-/// The crawl's frontier: an SQLite database in `OUT/state/`, so a crawl survives a crash and a
-/// later run of the same profile picks it up; or, with `[frontier] database` (or
-/// `ARCHIVER_DATABASE`), a PostgreSQL database that every worker of the crawl shares. Either
-/// refuses another profile's crawl.
 /// run.log's first lines of a run: crawl.log lines the reports could not read back, the crawl
 /// and its identity, and whether robots.txt is obeyed.
 fn say_start(runlog: &RunLog, profile: &Profile, stats: &Stats, log_path: &std::path::Path) {
@@ -489,6 +485,10 @@ fn limits(profile: &Profile, resolver: &Resolver) -> Limits {
     }
 }
 
+/// The crawl's frontier: an SQLite database in `OUT/state/`, so a crawl survives a crash and a
+/// later run of the same profile picks it up; or, with `[frontier] database` (or
+/// `ARCHIVER_DATABASE`), a PostgreSQL database that every worker of the crawl shares. Either
+/// refuses another profile's crawl.
 fn open_frontier(p: &Profile) -> anyhow::Result<Box<dyn Frontier>> {
     let identity = crate::frontier::sqlite::CrawlIdentity {
         name: p.name.clone(),
