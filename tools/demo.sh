@@ -16,13 +16,11 @@
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$REPO/tools/lib.sh"
 SITE="$REPO/tools/demo-site"
 PROFILE="$REPO/profiles/demo.toml"
 DEFAULT_PORT=8631          # the port written in profiles/demo.toml
 CRAWL_TIMEOUT=300          # seconds; the demo crawl takes a few
-
-say() { printf '\n== %s\n' "$*"; }
-die() { printf 'demo.sh: error: %s\n' "$*" >&2; exit 1; }
 
 for tool in python3 cargo; do
     command -v "$tool" >/dev/null 2>&1 || die "'$tool' is needed but not found on PATH"
@@ -57,9 +55,6 @@ finally:
     s.close()
 PY
 }
-free_port() {  # prints a port the kernel just handed out on 127.0.0.1
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
-}
 wait_for_port() {  # wait_for_port PORT PID: until the server accepts connections (10 s at most)
     local _
     for _ in $(seq 1 100); do
@@ -70,42 +65,6 @@ wait_for_port() {  # wait_for_port PORT PID: until the server accepts connection
         sleep 0.1
     done
     return 1
-}
-
-# with_deadline SECONDS CMD...: runs CMD in the foreground, so one Ctrl-C reaches it once (GNU
-# timeout would either hide it or, with --foreground, deliver it twice), and sends it SIGTERM
-# if it is still running after SECONDS. CMD's pid goes through a file: the bash started here
-# execs CMD, keeping its pid. The words in the array TIMER, if any, run in front of that bash
-# (e.g. /usr/bin/time). Returns CMD's status, 124 if the deadline stopped it.
-TIMER=()
-with_deadline() {
-    local limit="$1" pidfile="$PIDFILE" watchdog rc
-    shift
-    rm -f "$pidfile" "$pidfile.expired"
-    (
-        trap 'kill "$sleeper" 2>/dev/null; exit 0' TERM
-        sleep "$limit" &
-        sleeper=$!
-        wait "$sleeper"
-        if [[ -s "$pidfile" ]]; then
-            touch "$pidfile.expired"
-            kill -TERM "$(cat "$pidfile")" 2>/dev/null || true
-        fi
-    ) &
-    watchdog=$!
-    set +e
-    # shellcheck disable=SC2016  # $$ and $@ belong to the inner bash
-    "${TIMER[@]}" bash -c 'echo $$ >"$0" && exec "$@"' "$pidfile" "$@"
-    rc=$?
-    set -e
-    rm -f "$pidfile"
-    kill "$watchdog" 2>/dev/null || true
-    wait "$watchdog" 2>/dev/null || true
-    if [[ -e "$pidfile.expired" ]]; then
-        rm -f "$pidfile.expired"
-        return 124
-    fi
-    return "$rc"
 }
 
 # --- the output folder, read from the profile (relative dirs are relative to profiles/) -----

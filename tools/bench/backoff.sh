@@ -20,13 +20,11 @@ set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
+source "$REPO/tools/lib.sh"
 OUT="$HERE/out/backoff"
 PLAN="${BENCH_PLAN:-200x2,429x4,429:ra=3,429:date=10,200x14}"
 MIN_DELAY=1.0
 DEADLINE=420   # seconds; the crawl normally ends by itself in about four minutes
-
-say() { printf '\n== %s\n' "$*"; }
-die() { printf 'backoff.sh: error: %s\n' "$*" >&2; exit 1; }
 
 for tool in python3 cargo; do
     command -v "$tool" >/dev/null 2>&1 || die "'$tool' is needed but not found on PATH"
@@ -34,16 +32,6 @@ done
 PY="$(python3 -c 'import sys; print(sys.executable)')"
 
 SERVER_PID="" CRAWLER_PID=""
-stop_pid() {  # stop_pid PID SIGNAL SECONDS: signal, wait up to SECONDS, then SIGKILL
-    local pid="$1" sig="$2" limit="$3" i
-    [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null || return 0
-    kill "-$sig" "$pid" 2>/dev/null || true
-    for ((i = 0; i < limit * 10; i++)); do
-        kill -0 "$pid" 2>/dev/null || return 0
-        sleep 0.1
-    done
-    kill -KILL "$pid" 2>/dev/null || true
-}
 cleanup() {
     stop_pid "$CRAWLER_PID" TERM 20
     stop_pid "$SERVER_PID" TERM 5

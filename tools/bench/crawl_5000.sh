@@ -16,6 +16,7 @@ set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
+source "$REPO/tools/lib.sh"
 OUT="$HERE/out"
 SITE="$OUT/site"
 PAGES="${BENCH_PAGES:-5000}"
@@ -23,23 +24,13 @@ TIMEOUT="${BENCH_TIMEOUT:-1800}"
 CSS="${BENCH_CSS:-1}"
 GENERATOR_VERSION=2        # bump when the generator changes, so old sites are rebuilt
 
-say() { printf '\n== %s\n' "$*"; }
-die() { printf 'crawl_5000.sh: error: %s\n' "$*" >&2; exit 1; }
-
 [[ "$PAGES" =~ ^[0-9]+$ && "$PAGES" -ge 10 ]] || die "BENCH_PAGES must be a number >= 10"
 [[ "$TIMEOUT" =~ ^[0-9]+$ ]] || die "BENCH_TIMEOUT must be a whole number of seconds"
 [[ "$CSS" = 0 || "$CSS" = 1 ]] || die "BENCH_CSS must be 0 or 1"
 for tool in python3 cargo wget gzip; do
     command -v "$tool" >/dev/null 2>&1 || die "'$tool' is needed but not found on PATH"
 done
-if [[ ! -x /usr/bin/time ]]; then
-    # GNU time gives peak RSS and CPU times of the measured process (Debian package "time").
-    if [[ "$(id -u)" = 0 ]] && command -v apt-get >/dev/null 2>&1; then
-        echo "installing GNU time (apt-get install -y time)"
-        apt-get install -y -qq time >/dev/null || { apt-get update -qq && apt-get install -y -qq time >/dev/null; }
-    fi
-    [[ -x /usr/bin/time ]] || die "/usr/bin/time is missing: install the Debian package 'time'"
-fi
+need_gnu_time
 # The real interpreter, not a version-manager shim, so the server's PID is python's own.
 PY="$(python3 -c 'import sys; print(sys.executable)')"
 
@@ -54,51 +45,12 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-free_port() {
-    "$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
-}
 cpu_ticks() {  # cpu_ticks PID: user+system clock ticks used so far by that process
     "$PY" -c 'import sys; f = open(f"/proc/{sys.argv[1]}/stat").read().rsplit(")", 1)[1].split(); print(int(f[11]) + int(f[12]))' "$1"
 }
 
 mkdir -p "$OUT"
 PIDFILE="$OUT/.crawl.pid"
-
-# with_deadline SECONDS CMD...: runs CMD in the foreground, so one Ctrl-C reaches it once (GNU
-# timeout would either hide it or, with --foreground, deliver it twice), and sends it SIGTERM
-# if it is still running after SECONDS. CMD's pid goes through a file: the bash started here
-# execs CMD, keeping its pid. The words in the array TIMER, if any, run in front of that bash
-# (e.g. /usr/bin/time). Returns CMD's status, 124 if the deadline stopped it.
-TIMER=()
-with_deadline() {
-    local limit="$1" pidfile="$PIDFILE" watchdog rc
-    shift
-    rm -f "$pidfile" "$pidfile.expired"
-    (
-        trap 'kill "$sleeper" 2>/dev/null; exit 0' TERM
-        sleep "$limit" &
-        sleeper=$!
-        wait "$sleeper"
-        if [[ -s "$pidfile" ]]; then
-            touch "$pidfile.expired"
-            kill -TERM "$(cat "$pidfile")" 2>/dev/null || true
-        fi
-    ) &
-    watchdog=$!
-    set +e
-    # shellcheck disable=SC2016  # $$ and $@ belong to the inner bash
-    "${TIMER[@]}" bash -c 'echo $$ >"$0" && exec "$@"' "$pidfile" "$@"
-    rc=$?
-    set -e
-    rm -f "$pidfile"
-    kill "$watchdog" 2>/dev/null || true
-    wait "$watchdog" 2>/dev/null || true
-    if [[ -e "$pidfile.expired" ]]; then
-        rm -f "$pidfile.expired"
-        return 124
-    fi
-    return "$rc"
-}
 
 # --- 1. build -------------------------------------------------------------------------------
 TARGET_DIR="${CARGO_TARGET_DIR:-target}"

@@ -14,20 +14,15 @@ set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
+source "$REPO/tools/lib.sh"
 OUT="$HERE/out/diff"
 N="${BENCH_DIFF_RECORDS:-1000000}"
 TARGET="${CARGO_TARGET_DIR:-$REPO/target}"
 GENERATOR_VERSION=1
 
-die() { printf 'diff.sh: error: %s\n' "$*" >&2; exit 1; }
 [[ "$N" =~ ^[0-9]+$ && "$N" -ge 100 ]] || die "BENCH_DIFF_RECORDS must be a whole number >= 100"
 command -v python3 >/dev/null || die "python3 is needed"
-if [[ ! -x /usr/bin/time ]]; then
-    if [[ "$(id -u)" = 0 ]] && command -v apt-get >/dev/null 2>&1; then
-        apt-get install -y -qq time >/dev/null || { apt-get update -qq && apt-get install -y -qq time >/dev/null; }
-    fi
-    [[ -x /usr/bin/time ]] || die "/usr/bin/time is missing: install the Debian package 'time'"
-fi
+need_gnu_time
 if [[ -z "${BENCH_NO_BUILD:-}" ]]; then
     (cd "$REPO" && cargo build --release --quiet)
 fi

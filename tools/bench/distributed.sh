@@ -26,6 +26,7 @@ set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
+source "$REPO/tools/lib.sh"
 N="${1:-1000}"
 SECS="${2:-60}"
 shift 2 2>/dev/null || shift $# 
@@ -35,11 +36,9 @@ DELAY="${BENCH_DELAY:-5}"
 DB_URLS="${BENCH_DB_URLS:-1000000}"
 DB_TAKE="${BENCH_DB_TAKE:-20000}"
 OUT="$HERE/out/distributed-$N-${SECS}s"
-say() { printf '\n== %s\n' "$*"; }
-die() { printf 'distributed.sh: error: %s\n' "$*" >&2; exit 1; }
 [[ "$N" =~ ^[0-9]+$ && "$N" -ge 1 && "$N" -le 62500 ]] || die "N_SITES must be 1..62500"
 [[ "$SECS" =~ ^[0-9]+$ && "$SECS" -ge 10 ]] || die "SECONDS must be 10 or more"
-[[ -x /usr/bin/time ]] || die "/usr/bin/time is missing: install the Debian package 'time'"
+need_gnu_time
 PGBIN="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)"
 [[ -x "$PGBIN/initdb" ]] || die "no PostgreSQL server in /usr/lib/postgresql (apt-get install postgresql)"
 ulimit -n 65536 2>/dev/null || true

@@ -26,23 +26,16 @@ exec </dev/null
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
+source "$REPO/tools/lib.sh"
 OUT="$HERE/out/hostile"
 SCENARIOS=("$@")
 [[ ${#SCENARIOS[@]} -gt 0 ]] || SCENARIOS=(repeated unique eight-repeated eight-unique)
-
-die() { printf 'hostile.sh: error: %s\n' "$*" >&2; exit 1; }
 
 for s in "${SCENARIOS[@]}"; do
     case $s in repeated | unique | eight-repeated | eight-unique) ;; *) die "unknown scenario $s" ;; esac
 done
 command -v python3 >/dev/null || die "python3 is needed"
-if [[ ! -x /usr/bin/time ]]; then
-    # GNU time gives the crawler's peak RSS (Debian package "time").
-    if [[ "$(id -u)" = 0 ]] && command -v apt-get >/dev/null; then
-        apt-get install -y -qq time >/dev/null || { apt-get update -qq && apt-get install -y -qq time >/dev/null; }
-    fi
-    [[ -x /usr/bin/time ]] || die "/usr/bin/time is missing: install the Debian package 'time'"
-fi
+need_gnu_time
 
 TARGET_DIR="${CARGO_TARGET_DIR:-$REPO/target}"
 [[ "$TARGET_DIR" = /* ]] || TARGET_DIR="$REPO/$TARGET_DIR"

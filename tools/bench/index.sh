@@ -18,6 +18,7 @@ set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
+source "$REPO/tools/lib.sh"
 OUT="$HERE/out/index"
 MB="${BENCH_INDEX_MB:-1024}"
 FILES="${BENCH_INDEX_FILES:-8}"
@@ -25,16 +26,10 @@ VENV="${ARCHIVER_VENV:-$REPO/.venv}"
 TARGET="${CARGO_TARGET_DIR:-$REPO/target}"
 GENERATOR_VERSION=2
 
-die() { printf 'index.sh: error: %s\n' "$*" >&2; exit 1; }
 [[ "$MB" =~ ^[0-9]+$ && "$MB" -ge 1 ]] || die "BENCH_INDEX_MB must be a whole number >= 1"
 [[ "$FILES" =~ ^[0-9]+$ && "$FILES" -ge 1 ]] || die "BENCH_INDEX_FILES must be a whole number >= 1"
 [[ -x "$VENV/bin/cdxj-indexer" ]] || die "cdxj-indexer not found in $VENV: run tools/test.sh first"
-if [[ ! -x /usr/bin/time ]]; then
-    if [[ "$(id -u)" = 0 ]] && command -v apt-get >/dev/null 2>&1; then
-        apt-get install -y -qq time >/dev/null || { apt-get update -qq && apt-get install -y -qq time >/dev/null; }
-    fi
-    [[ -x /usr/bin/time ]] || die "/usr/bin/time is missing: install the Debian package 'time'"
-fi
+need_gnu_time
 
 if [[ -z "${BENCH_NO_BUILD:-}" ]]; then
     (cd "$REPO" && cargo build --release --quiet)

@@ -28,15 +28,13 @@ set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
+source "$REPO/tools/lib.sh"
 N="${1:-10000}"
 SECS="${2:-90}"
 WARMUP="${BENCH_WARMUP:-10}"
 WARC_MAX="${BENCH_WARC_MAX_BYTES:-}"
 MAX_DIGESTS="${BENCH_MAX_DIGESTS:-}"
 OUT="$HERE/out/many_sites-$N-${SECS}s${WARC_MAX:+-warc$WARC_MAX}${MAX_DIGESTS:+-digests$MAX_DIGESTS}${BENCH_NICE:+-nice$BENCH_NICE}"
-
-say() { printf '\n== %s\n' "$*"; }
-die() { printf 'many_sites.sh: error: %s\n' "$*" >&2; exit 1; }
 
 [[ "$N" =~ ^[0-9]+$ && "$N" -ge 1 && "$N" -le 62500 ]] || die "N_SITES must be 1..62500"
 [[ "$SECS" =~ ^[0-9]+$ && "$SECS" -ge 20 && "$SECS" -le 3600 ]] || die "SECONDS must be 20..3600"
@@ -51,14 +49,7 @@ fi
 for tool in python3 cargo; do
     command -v "$tool" >/dev/null 2>&1 || die "'$tool' is needed but not found on PATH"
 done
-if [[ ! -x /usr/bin/time ]]; then
-    # GNU time gives the crawler's CPU times and peak RSS (Debian package "time").
-    if [[ "$(id -u)" = 0 ]] && command -v apt-get >/dev/null 2>&1; then
-        echo "installing GNU time (apt-get install -y time)"
-        apt-get install -y -qq time >/dev/null || { apt-get update -qq && apt-get install -y -qq time >/dev/null; }
-    fi
-    [[ -x /usr/bin/time ]] || die "/usr/bin/time is missing: install the Debian package 'time'"
-fi
+need_gnu_time
 PY="$(python3 -c 'import sys; print(sys.executable)')"
 
 # One descriptor per listening socket in a server process, one per request in flight in the
@@ -81,16 +72,6 @@ ONE_SERVER=$((N < PER_SERVER ? N : PER_SERVER))
 
 # --- processes and cleanup ------------------------------------------------------------------
 SERVER_PIDS=() TIMER_PID="" CRAWLER_PID="" SAMPLER_PID=""
-stop_pid() {  # stop_pid PID SIGNAL SECONDS: signal, wait up to SECONDS, then SIGKILL
-    local pid="$1" sig="$2" limit="$3" i
-    [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null || return 0
-    kill "-$sig" "$pid" 2>/dev/null || true
-    for ((i = 0; i < limit * 10; i++)); do
-        kill -0 "$pid" 2>/dev/null || return 0
-        sleep 0.1
-    done
-    kill -KILL "$pid" 2>/dev/null || true
-}
 cleanup() {
     stop_pid "$SAMPLER_PID" TERM 2
     stop_pid "$CRAWLER_PID" TERM 20

@@ -25,11 +25,11 @@ set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
+source "$REPO/tools/lib.sh"
 OUT="$HERE/out/render"
 PAGES="${BENCH_PAGES:-40}"
 TABS="${BENCH_TABS:-2}"
 
-die() { printf 'render.sh: error: %s\n' "$*" >&2; exit 1; }
 for tool in python3 cargo; do
     command -v "$tool" >/dev/null 2>&1 || die "'$tool' is needed but not found on PATH"
 done

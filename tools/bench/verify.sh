@@ -14,13 +14,13 @@ set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
+source "$REPO/tools/lib.sh"
 OUT="$HERE/out/verify"
 VENV="${ARCHIVER_VENV:-$REPO/.venv}"
 TARGET="${CARGO_TARGET_DIR:-$REPO/target}"
 
-die() { printf 'verify.sh: error: %s\n' "$*" >&2; exit 1; }
 [[ -x "$VENV/bin/warcio" ]] || die "warcio not found in $VENV: run tools/test.sh first"
-[[ -x /usr/bin/time ]] || die "/usr/bin/time is missing: install the Debian package 'time'"
+need_gnu_time
 if [[ -z "${BENCH_NO_BUILD:-}" ]]; then
     (cd "$REPO" && cargo build --release --quiet)
 fi
