@@ -5,6 +5,7 @@ use std::io::{self, Write};
 
 use super::cdxj::{Capture, Crawl};
 use super::compare::{Counts, Outcome, Spool};
+use super::html::html_escape;
 use super::pages;
 
 pub(super) fn render_text(
@@ -137,22 +138,6 @@ pub(super) fn render_json(
     })?;
     writeln!(out, "{}]\n}}", if first { "" } else { "\n  " })?;
     Ok(())
-}
-
-/// Escapes text for HTML content and attribute values.
-pub(super) fn html_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            _ => out.push(c),
-        }
-    }
-    out
 }
 
 /// Link to the capture of `url` at `ts` in pywb, or the URL as text without a replay base.

@@ -1,0 +1,32 @@
+//! HTML escaping for the diff report: its own file so that the report and the page comparison
+//! (`pages`), which both write HTML, share it without importing each other.
+
+/// Escapes text for HTML content and attribute values.
+pub(super) fn html_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::html_escape;
+
+    #[test]
+    fn escapes_text_and_both_quotes() {
+        assert_eq!(
+            html_escape(r#"a<b>&"c"'d'"#),
+            "a&lt;b&gt;&amp;&quot;c&quot;&#39;d&#39;"
+        );
+        assert_eq!(html_escape("plain"), "plain");
+    }
+}
