@@ -3,7 +3,7 @@
 
 use chrono::DateTime;
 
-use super::record::http_head;
+use super::http::http_head;
 use super::{Revisit, WarcError};
 
 /// The prefix becomes the start of file names: no separators, no dots tricks, not empty.

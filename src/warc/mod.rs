@@ -11,7 +11,9 @@
 //! | file | job |
 //! | --- | --- |
 //! | `writer.rs` | [`WarcWriter`]: opening, appending, rolling back, rotating, closing files |
+//! | `open.rs` | the file being written: its handle, names, size, CDXJ lines, gzip state |
 //! | `record.rs` | one record's header block and gzip member; the exchange's record pair |
+//! | `http.rs` | where the HTTP head of a response ends (a revisit stores exactly that) |
 //! | `gzip.rs` | the gzip member encoder, its deflate state and buffer reused from record to record |
 //! | `check.rs` | settings and header values checked before a byte is written |
 //! | `naming.rs` | file names: serials, the host part, the writable probe |
@@ -26,9 +28,11 @@ mod check;
 pub mod chunked;
 mod gzip;
 pub(crate) mod head;
+mod http;
 pub(crate) mod io;
 pub(crate) mod member;
 mod naming;
+mod open;
 pub(crate) mod read;
 mod record;
 mod recover;
@@ -42,9 +46,9 @@ use chrono::{DateTime, Utc};
 
 use crate::spool::Spool;
 
+pub use http::http_head;
 pub use io::save_atomically;
 pub(crate) use io::sync_dir;
-pub use record::http_head;
 pub use recover::{recover_open_files, Recovered};
 pub use writer::WarcWriter;
 

@@ -7,7 +7,7 @@ use std::io::{self, Read};
 use chrono::Utc;
 
 use super::head::{push_field, WarcHead};
-use super::writer::OpenWarc;
+use super::open::OpenWarc;
 use super::{io_err, Exchange, Revisit, WarcError, WarcSettings, WarcVersion};
 use crate::cdx::{self, CdxRecord};
 use crate::spool::sha1_of;
@@ -252,23 +252,4 @@ fn new_head(version: WarcVersion) -> WarcHead {
 /// `<urn:uuid:…>` with a random (v4) UUID.
 pub(super) fn record_id() -> String {
     format!("<urn:uuid:{}>", uuid::Uuid::new_v4())
-}
-
-/// The HTTP status line and headers at the start of `response`, up to and including the blank
-/// line that ends them (CRLF CRLF, or a bare LF LF from sloppy servers); `None` if `response`
-/// holds no complete head. A revisit stores exactly this.
-pub fn http_head(response: &[u8]) -> Option<&[u8]> {
-    let mut line_start = 0;
-    for (i, &b) in response.iter().enumerate() {
-        if b != b'\n' {
-            continue;
-        }
-        let blank = matches!(&response[line_start..i], b"" | b"\r");
-        if blank {
-            // A blank first line is no status line: not a head at all.
-            return (line_start > 0).then(|| &response[..=i]);
-        }
-        line_start = i + 1;
-    }
-    None
 }

@@ -12,6 +12,7 @@ use super::check::{check_digest, check_prefix, check_revisit, check_token, check
 use super::gzip::MemberWriter;
 use super::io::sync_dir;
 use super::naming::{file_safe_host, next_free_serial, probe_writable};
+use super::open::OpenWarc;
 use super::record::{
     record_id, write_pair, write_revisit_pair, write_warcinfo, Capture, CONTENT_TYPE_RESPONSE,
 };
@@ -22,26 +23,6 @@ use super::{
 
 /// How many already-taken file names to step over before giving up.
 const NAME_ATTEMPTS: u32 = 1000;
-
-/// The file being written.
-pub(super) struct OpenWarc {
-    pub(super) file: File,
-    /// `….warc.gz.open`
-    pub(super) open_path: PathBuf,
-    /// `….warc.gz`: the name it gets when closed, used in WARC-Filename and the CDXJ.
-    pub(super) name: String,
-    /// Bytes in the file so far (= offset of the next record).
-    pub(super) size: u64,
-    pub(super) warcinfo_id: String,
-    /// The CDXJ lines of this file so far. A 1 GB WARC of small pages holds hundreds of
-    /// thousands of records: past a few MB the lines go to sorted runs on disk, so memory does
-    /// not grow with the crawl.
-    pub(super) cdx_lines: crate::cdx::LineSorter,
-    /// The gzip encoder of every record of this file, reset per member.
-    pub(super) gz: MemberWriter,
-    /// Where a record's block is read into on its way to `gz`.
-    pub(super) copy: Vec<u8>,
-}
 
 /// Memory for one open WARC's CDXJ lines before they spill to temporary files.
 pub(super) const CDX_MEMORY: usize = 8 << 20;
