@@ -60,7 +60,7 @@ for tool in warcio cdxj-indexer wayback; do
 done
 export ARCHIVER_VENV=$VENV
 
-# tests/terminal.rs drives the crawler in a real terminal through tmux.
+# tests/it/terminal.rs drives the crawler in a real terminal through tmux.
 step "tmux (for the terminal test)"
 if command -v tmux >/dev/null; then
   echo "already installed"
@@ -78,7 +78,7 @@ else
     || die "could not install postgresql with apt-get"
 fi
 
-# tests/browser_*.rs render pages in Debian's headless Chromium (and replay them in it).
+# tests/it/browser_*.rs render pages in Debian's headless Chromium (and replay them in it).
 step "chromium (for the browser tests)"
 if command -v chromium >/dev/null; then
   echo "already installed"

@@ -3,8 +3,6 @@
 //! and (in `commands`) what the offline-command tests need: small crawls written with the
 //! library's own WARC writer, a fixed-page server for wget, pywb on its own config.
 
-#![allow(dead_code)]
-
 pub mod commands;
 pub mod hostile;
 pub mod output;
@@ -28,7 +26,7 @@ pub struct ProfileOptions<'a> {
 pub fn profile_toml(o: &ProfileOptions) -> String {
     let seeds: Vec<String> = o.seeds.iter().map(|s| format!("{s:?}")).collect();
     format!(
-        r#"# profile written by tests/crawl_site.rs
+        r#"# profile written by tests/common/mod.rs
 [crawl]
 name = "{name}"
 seeds = [{seeds}]

@@ -46,9 +46,8 @@ pub struct WarcRecord {
     pub file: String,
     /// Index of the record in its file.
     pub index: usize,
-    /// Offset of its gzip member in the file, and the member's length.
+    /// Offset of its gzip member in the file.
     pub offset: u64,
-    pub compressed_len: u64,
     pub version: String,
     /// Header names lower-cased.
     pub headers: HashMap<String, String>,
@@ -91,7 +90,6 @@ pub fn read_warc(path: &Path) -> Vec<WarcRecord> {
         flate2::bufread::GzDecoder::new(&mut reader)
             .read_to_end(&mut member)
             .unwrap_or_else(|e| panic!("{name}: bad gzip member at offset {offset}: {e}"));
-        let end = reader.stream_position().expect("position");
         let mut in_member = Vec::new();
         for item in warc::WarcReader::new(&member[..]).iter_raw_records() {
             let (header, block) = item
@@ -110,7 +108,6 @@ pub fn read_warc(path: &Path) -> Vec<WarcRecord> {
             file: name.clone(),
             index: out.len(),
             offset,
-            compressed_len: end - offset,
             version: header.version.clone(),
             headers,
             block,
@@ -205,17 +202,13 @@ pub fn crawl_log(out: &Path) -> Vec<LogLine> {
 #[derive(Clone, Debug)]
 pub struct LogLine {
     pub raw: String,
-    pub time: String,
     pub status: i64,
     pub size: Option<u64>,
     pub uri: String,
     pub hops: String,
     pub via: String,
     pub mime: String,
-    pub thread: String,
-    pub fetch: String,
     pub digest: String,
-    pub source: String,
     pub annotations: Vec<String>,
     pub extra: Value,
 }
@@ -279,7 +272,6 @@ impl LogLine {
         };
         Ok(LogLine {
             raw: raw.to_string(),
-            time: c[1].to_string(),
             status: c[2]
                 .trim()
                 .parse()
@@ -289,10 +281,7 @@ impl LogLine {
             hops,
             via: c[6].to_string(),
             mime: c[7].to_string(),
-            thread,
-            fetch,
             digest,
-            source: c[11].to_string(),
             annotations,
             extra,
         })

@@ -63,8 +63,6 @@ pub struct Reply {
 pub struct Exchange {
     /// Order of arrival on this server.
     pub seq: usize,
-    /// Connection number on this server.
-    pub conn: usize,
     /// When the first byte of the request was read.
     pub arrived: Instant,
     /// When the last byte of the response was written (or the write failed).
@@ -167,19 +165,17 @@ struct ServerState {
 }
 
 async fn accept_loop(listener: TcpListener, state: Arc<ServerState>) {
-    let mut conn = 0usize;
     loop {
         let Ok((stream, _)) = listener.accept().await else {
             continue;
         };
-        conn += 1;
-        tokio::spawn(serve_connection(stream, conn, state.clone()));
+        tokio::spawn(serve_connection(stream, state.clone()));
     }
 }
 
 /// Serves requests on one connection until the client closes it, a timeout, or a reply that
 /// closes.
-async fn serve_connection(mut stream: TcpStream, conn: usize, state: Arc<ServerState>) {
+async fn serve_connection(mut stream: TcpStream, state: Arc<ServerState>) {
     let _ = stream.set_nodelay(true);
     let mut buf: Vec<u8> = Vec::new();
     let mut first_byte_at: Option<Instant> = None;
@@ -239,7 +235,6 @@ async fn serve_connection(mut stream: TcpStream, conn: usize, state: Arc<ServerS
         let status = status_of(&reply.wire);
         state.log.lock().expect("log lock").push(Exchange {
             seq,
-            conn,
             arrived,
             finished,
             complete,

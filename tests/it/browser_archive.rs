@@ -6,7 +6,7 @@
 //! server and are logged. The server is the hand-written loopback site (`tests/common/site.rs`),
 //! whose log shows how often each path was asked for.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Stdio;

@@ -3,7 +3,7 @@
 //! site is a Python server on loopback that logs each request it serves; the archive is then
 //! replayed in pywb and the replay loaded in headless Chromium.
 
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 use std::path::Path;

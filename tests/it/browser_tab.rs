@@ -1,6 +1,6 @@
 //! The browser module on its own: Debian's Chromium renders a single-page app whose every
 //! request is answered from memory by a stub fetcher (the crawler's part is tested end to end in
-//! tests/browser_render.rs). Nothing here opens a network socket but Chromium's DevTools one.
+//! tests/it/browser_render.rs). Nothing here opens a network socket but Chromium's DevTools one.
 
 use std::collections::HashMap;
 use std::sync::Mutex;

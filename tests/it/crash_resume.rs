@@ -5,7 +5,7 @@
 //! `CRASH_KILLS` sets the number of kills (default 4 here; `tools/bench/crash_test.sh` runs 20
 //! and prints the report).
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;

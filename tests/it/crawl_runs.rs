@@ -2,7 +2,7 @@
 //! run again changes nothing and says so, an interrupted one resumes to the last URL, and a
 //! crawl that could fetch no seed at all ends with exit code 3.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Stdio;

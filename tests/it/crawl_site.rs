@@ -5,7 +5,7 @@
 //! The tools come from the venv that `tools/test.sh` creates (`$ARCHIVER_VENV`, default
 //! `<repo>/.venv`); without it these tests fail rather than skip.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::IpAddr;

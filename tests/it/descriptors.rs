@@ -2,7 +2,7 @@
 //! descriptors. Every URL is fetched, none is logged as an error, and run.log says the limit
 //! capped the requests at once.
 
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 use std::net::IpAddr;

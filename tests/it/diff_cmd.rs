@@ -2,7 +2,7 @@
 //! and as CDXJ files, in text, JSON and HTML (whose links pywb replays), and one page's text
 //! diff read from the WARCs.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::{Path, PathBuf};

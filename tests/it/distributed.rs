@@ -5,7 +5,7 @@
 //! than the floor (across all workers), every page must be archived in some worker's WARC, and
 //! the killed worker, started again, recovers its WARC and exits 0.
 
-mod common;
+use crate::common;
 
 use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;

@@ -16,7 +16,7 @@
 //! be made (not root), the suite runs without the inward part — except under CI=true, where
 //! that is a failure.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::io::Write;

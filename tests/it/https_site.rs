@@ -2,7 +2,7 @@
 //! (trusted through the profile's `[tls] extra_roots`). The WARC must hold the HTTP exchange as
 //! it was inside TLS, byte for byte, and pywb must replay it.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};

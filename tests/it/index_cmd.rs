@@ -1,7 +1,7 @@
 //! `archiver index`: its CDXJ equals cdxj-indexer's for WARCs written by warcio, by wget and by
 //! our own writer; damaged and foreign files are reported, and the rest still indexed.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::fs;

@@ -2,7 +2,7 @@
 //! records (and the records tied to them), keeps `warcio check` happy, and pywb stops
 //! replaying exactly the covered URLs; the `.aclj` it writes hides the same URLs in pywb.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, HashSet};
 use std::fs;

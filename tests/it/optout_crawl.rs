@@ -1,7 +1,7 @@
 //! Opt-out lists at crawl time: nothing a list names is requested — not even robots.txt when a
 //! whole host is named — and every match is logged.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

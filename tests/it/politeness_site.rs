@@ -4,7 +4,7 @@
 //! Delays are short (loopback allows it) but the assertions are about order and minimum
 //! intervals, never about how long anything took.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::net::IpAddr;

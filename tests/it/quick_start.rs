@@ -2,7 +2,7 @@
 //! URL given on the command line, and `about`, the page for webmasters, written from the
 //! profile.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

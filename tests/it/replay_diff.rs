@@ -2,7 +2,7 @@
 //! the diff report's links replay the old capture from the old crawl and the new one from the
 //! new; the report tells a content change (word diff) from a page whose only change is a link.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -157,7 +157,7 @@ fn both_crawls_replay_and_the_report_tells_content_from_links() {
 
 /// `tools/replay.sh` with no pywb in its venv installs it there first. Slow (pip fetches pywb
 /// and its dependencies from PyPI, minutes), so not part of the default run:
-/// `cargo test --test replay_diff -- --ignored`.
+/// `cargo test --test it replay_diff:: -- --ignored`.
 #[test]
 #[ignore = "installs pywb from PyPI into a fresh venv (minutes)"]
 fn replay_sh_installs_pywb_into_a_missing_venv() {

@@ -1,6 +1,6 @@
 //! Reports on demand: SIGUSR1 makes a running crawl write `report.json` at once.
 
-mod common;
+use crate::common;
 
 use std::process::Stdio;
 use std::sync::Arc;

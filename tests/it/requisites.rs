@@ -8,7 +8,7 @@
 //!
 //! Loopback only: the raw-TCP test server of `tests/common/site.rs` and the real pywb.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;

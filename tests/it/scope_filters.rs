@@ -4,7 +4,7 @@
 //! Loopback only: the raw-TCP test server of `tests/common/site.rs`; every timing is measured
 //! on the server's own clock.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Stdio;

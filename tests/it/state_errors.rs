@@ -2,7 +2,7 @@
 //! folder that cannot be written. Each is a clear error before anything is fetched, and nothing
 //! already there is changed.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

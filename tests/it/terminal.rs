@@ -3,7 +3,7 @@
 //!
 //! tmux must be installed (`tools/test.sh` installs it when it is missing).
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

@@ -2,7 +2,7 @@
 //! complains), a tampered record is named, broken links, missing originals, duplicate ids, one
 //! gzip stream and unreadable files are reported with the exit codes the README gives.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::io::{Read, Write};

@@ -2,7 +2,7 @@
 //! archived page, and its files are what WACZ 1.1.1 says (checked here, since py-wacz's
 //! validator does not run with today's frictionless).
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::io::Read;
