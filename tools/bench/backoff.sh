@@ -6,8 +6,8 @@
 # Serves one loopback site (backoff_server.py) that answers 429 for a while, some with a
 # Retry-After header (in seconds, or as an HTTP date), then 200 again; crawls it with the release
 # crawler at min_delay = 1 s; and tabulates every request: when it came, what it got, the gap
-# since the end of the previous answer, and the pause the documented rules call for (README,
-# "Backoff": doubling from the current delay, Retry-After sets the pause and becomes the site's
+# since the end of the previous answer, and the pause the documented rules call for
+# (docs/politeness.md, "Backoff": doubling from the current delay, Retry-After sets the pause and becomes the site's
 # floor, each normal answer halves it until it is back at the normal delay), so the two can be
 # compared line by line.
 #
@@ -83,7 +83,7 @@ delay_factor = 0.0
 # Enough tries that the URL answered 429 again and again is not given up on.
 max_retries = 10
 # A 429 is also a refusal: by default 5 in a row suspend the site for hours (a separate rule,
-# see README "Taking no for an answer"). Raised here so the backoff alone is seen.
+# see docs/politeness.md, "Taking no for an answer"). Raised here so the backoff alone is seen.
 refusals_before_suspend = 50
 [limits]
 timeout = 10.0
@@ -204,7 +204,7 @@ Profile: min_delay = {base} s, delay_factor = 0, max_retries = 10, refusals_befo
 Server plan for page requests, in order: `{os.environ['PLAN']}` (robots.txt always 200).
 
 Gap: arrival of the request − end of the previous answer, on the server's clock. "Rule says":
-the pause the README's backoff rule calls for after the previous answer (for a Retry-After
+the pause the documented backoff rule (docs/politeness.md) calls for after the previous answer (for a Retry-After
 date: the date − the end of that answer). The crawler adds a clock margin of 2% of the pause,
 at most 5 ms, so "gap − rule" should be a few ms above zero, never below.
 

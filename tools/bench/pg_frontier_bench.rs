@@ -23,7 +23,7 @@ mod frontier_urls;
 use frontier_urls::{cpu_s, origin, BURST, COMMIT_EVERY};
 
 /// URL number `i` as `frontier_urls` makes it, without the page it was found on (as the
-/// README's figures were measured).
+/// figures in docs/figures.md were measured).
 fn candidate(i: u64) -> Result<(String, Candidate), String> {
     let (site, mut c) = frontier_urls::candidate(i)?;
     c.via = None;
