@@ -6,7 +6,8 @@ Imports point down the layers of ARCHITECTURE's table and never form a circle, s
 read the crate bottom-up and a change to a lower layer cannot need a change above it. The check
 reads every `crate::NAME` path under src/ (comments stripped) and fails, naming the file, when a
 module imports one in a higher layer, when modules import each other round a circle, or when a
-module is in no layer (a new module must be given one here and in src/lib.rs's map).
+module is in no layer (a new module must be given one here, in src/lib.rs and in the code map of
+docs/design.md).
 
 Inside a folder the same holds between its files: every `crate::`, `super::` and `self::` path
 (and, in a `mod.rs`, a path through a module it declares) is resolved to the file it names, and

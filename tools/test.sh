@@ -87,7 +87,8 @@ else
     || die "could not install chromium with apt-get"
 fi
 
-# Imports point down the layers and never round a circle (see src/lib.rs's map).
+# Imports point down the layers and never round a circle, between modules or between the files of
+# a folder (see docs/design.md, "The code map").
 step "import layers (tools/check_layers.py)"
 "$VENV/bin/python" tools/check_layers.py || die "the import graph breaks the layers"
 
