@@ -14,8 +14,8 @@ mod cli;
 use cli::{AboutFormat, Cli, Command, DiffFormat, OptoutCommand, ProfileCommand};
 
 // mimalloc instead of glibc's malloc: at 10,000 sites glibc kept the memory the requests in
-// flight freed, so the RSS grew with the crawl, and allocation was a fifth of the CPU (README,
-// "Many sites: the memory allocator", where both are measured).
+// flight freed, so the RSS grew with the crawl, and allocation was a fifth of the CPU
+// (tools/bench/RESULTS.md, "Many sites: the memory allocator", where both are measured).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -337,8 +337,9 @@ fn crawl(path: PathBuf) -> ExitCode {
     // costs more than the work it takes over (thread wake-ups were a third of the CPU samples).
     // On two cores, one worker against two: at 10,000 sites 0.141 ms of CPU per request against
     // 0.20 ms (30% of a core); at 30,000 sites 0.157 ms against 0.239 ms, 5,800 fetches/s
-    // against 5,106 of the 6,000 the sites allow (README, "One async worker"). Blocking work (a
-    // big record, a big page, name lookups) still runs beside it, on the blocking pool.
+    // against 5,106 of the 6,000 the sites allow (tools/bench/RESULTS.md, "Many sites: one async
+    // worker"). Blocking work (a big record, a big page, name lookups) still runs beside it, on
+    // the blocking pool.
     // TOKIO_WORKER_THREADS, when set, decides instead.
     if std::env::var_os("TOKIO_WORKER_THREADS").is_none() {
         builder.worker_threads(WORKERS);

@@ -1,33 +1,11 @@
 //! The crawl engine: which site goes next, and the road of one URL through the crawler.
 //!
-//! One dispatcher owns the decision of what runs next. It asks the scheduler for a politeness
-//! budget (a server address, or a host) whose pause is over, takes the next job of one of that
-//! budget's sites (robots.txt first, then a page's requisites right after it, pages
-//! breadth-first) and spawns it as a task; at most `sites_at_once` run at once. When a job ends
-//! it gives the budget back with the pause the politeness rules ask for. No task, thread or
-//! timer exists per site, so ten thousand sites cost only their queues.
-//!
-//! The road, one stage per file, each handing the next a small typed value:
-//!
-//! | file | job | hands on |
-//! | --- | --- | --- |
-//! | `engine` | the `Crawler` and its two locks | — |
-//! | `sched` | synchronous, clock injected: enqueue, take a job, release, wake | `Job` |
-//! | `driver` | the async loop: dispatch, resolver task, signals, report timer | — |
-//! | `prereq` | a site's robots.txt and DNS | `Pace` |
-//! | `fetch` | one URL's job: fetch, read the page, decide, dispose, queue links | `Fetched` |
-//! | `page` | what a page offers: outlinks, directives, decoded start | `Page` |
-//! | `decide` | pure: what an answer means | `Disposition` |
-//! | `disposition` | the WARC record and CDXJ line asked for, the crawl.log line | — |
-//! | `writer` | the archive desk: dedup, WARC records, rotation, under the rank-2 lock; says where each went | `Record` |
-//! | `render` | pages empty without JavaScript: rendered, each browser request taken through the road | `RenderJob` |
-//! | `readback` | the browser's answers read back from the crawl's own WARC records | `Copy` |
-//! | `candidates` | which outlinks are queued (the decide rules) | `Verdict` |
-//! | `journal` | crawl.log, statistics, refusals.log: the one place drops are logged | — |
-//! | `commits` | when the frontier's changes are committed: one commit per group of jobs | — |
-//! | `shared` | the scheduler's side of a shared (PostgreSQL) frontier: leases, polls | — |
-//! | `descriptors` | the open-file limit shared out: jobs and lookups at once | `Slots` |
-//! | `admission` | how many jobs may be held up inside the crawler at once (waiting for a CPU) | `Admitted` |
+//! One dispatcher (`driver`) asks the synchronous scheduler (`sched`, clock injected) for a
+//! politeness budget whose pause is over and spawns the next job of one of its sites; the job
+//! (`fetch`) fetches, reads the page, decides (`decide`, pure), writes at the archive desk
+//! (`writer`) and logs (`journal`). The map of this folder — every file, what it hands the next,
+//! and the engine's three locks and their order (`locks`) — is in `docs/design.md` ("Inside
+//! `crawl/`"), the one copy of it.
 
 mod admission;
 mod archived;

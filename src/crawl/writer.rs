@@ -4,7 +4,8 @@
 //! A record is written by the job's own task, on the async worker it runs on: compressing and
 //! writing the few KB of a typical exchange takes tens of microseconds, less than handing it to
 //! another thread and being woken with the answer (two thread wake-ups per exchange, which on an
-//! idle machine cost more than the work; README, "Where the CPU goes"). A big record (a body
+//! idle machine cost more than the work; tools/bench/RESULTS.md, "Many sites: one async
+//! worker"). A big record (a body
 //! spooled to disk, or over [`BIG_RECORD`]) and any record that may ask the shared frontier's
 //! database for a digest is written under `block_in_place`, so the other sites' exchanges on that
 //! worker go on meanwhile; those are rare, so the blocking pool stays small.

@@ -66,7 +66,7 @@ const APPLICATION_ID: i32 = 0x4172_6346;
 /// size, and a crawl's memory grows until it is full, so it is kept small: the frontier bench
 /// ran as fast at 10^6 URLs with 8, 16 and 64 MiB, wrote the same bytes, and peaked at 14, 22
 /// and 73 MiB. Pages it misses are served by the OS page cache; 16 MiB keeps the B-trees'
-/// inner pages in (issue 15, README "Memory over a long crawl").
+/// inner pages in (issue 15, tools/bench/RESULTS.md "Many sites: memory over a long crawl").
 const CACHE_KIB: i64 = 16 * 1024;
 
 /// WAL pages between checkpoints (SQLite's default is 1,000). Each checkpoint copies the WAL

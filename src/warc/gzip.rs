@@ -6,7 +6,7 @@
 //! builds its Huffman trees per block. So a member of at most [`WHOLE_MAX`] bytes is gathered and
 //! compressed in one call by libdeflate, which for the ~800-byte records of a many-sites crawl
 //! took about half zlib-rs's time at the same size (64.6% of the input at level 6 for both;
-//! README, "Where the CPU goes"). A bigger member (a large page or file, which may be spooled on
+//! tools/bench/RESULTS.md, "Many sites: one async worker"). A bigger member (a large page or file, which may be spooled on
 //! disk) streams through zlib's deflate instead, so no record is ever held whole in memory. Both
 //! write plain DEFLATE behind the same header and trailer, so readers see no difference.
 
@@ -232,12 +232,17 @@ mod tests {
 
     #[test]
     fn small_members_are_no_bigger_than_zlibs() {
-        // Real text: this repository's README, in slices of a request's, a page's and a big
-        // page's size.
-        let readme = include_bytes!("../../README.md");
+        // Real text: this repository's benchmark diary and two manual pages (about 100 KB), in
+        // slices of a request's, a page's and a big page's size.
+        let prose = [
+            include_bytes!("../../tools/bench/RESULTS.md").as_slice(),
+            include_bytes!("../../docs/design.md"),
+            include_bytes!("../../docs/crawling.md"),
+        ]
+        .concat();
         let mut w = MemberWriter::new();
         for len in [800, 5_000, 60_000, WHOLE_MAX] {
-            let text = &readme[..len.min(readme.len())];
+            let text = &prose[..len.min(prose.len())];
             let ours = member(&mut w, &[text]).len();
             let zlib = gz_encoder(text).len();
             assert!(
