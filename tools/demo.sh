@@ -88,16 +88,7 @@ case "$OUT" in
 esac
 
 # --- 1. build -------------------------------------------------------------------------------
-TARGET_DIR="${CARGO_TARGET_DIR:-target}"
-[[ "$TARGET_DIR" = /* ]] || TARGET_DIR="$REPO/$TARGET_DIR"
-BIN="$TARGET_DIR/release/archiver"
-if [[ "${DEMO_NO_BUILD:-0}" = 1 ]]; then
-    say "Skipping the build (DEMO_NO_BUILD=1)"
-else
-    say "Building the crawler: cargo build --release"
-    (cd "$REPO" && cargo build --release) || die "the build failed"
-fi
-[[ -x "$BIN" ]] || die "no crawler binary at $BIN (build it with: cargo build --release)"
+release_binary "${DEMO_NO_BUILD:-0}"
 
 # --- 2. serve the sample site ---------------------------------------------------------------
 PORT="${DEMO_PORT:-$DEFAULT_PORT}"

@@ -74,3 +74,19 @@ with_deadline() {
     fi
     return "$rc"
 }
+
+# release_binary SKIP: sets BIN to the crawler's release build (CARGO_TARGET_DIR honoured as cargo
+# does, relative to the repository), building it first with `cargo build --release` unless SKIP
+# is 1; stops when there is no binary there. Needs REPO.
+release_binary() {
+    local target="${CARGO_TARGET_DIR:-target}"
+    [[ "$target" = /* ]] || target="$REPO/$target"
+    BIN="$target/release/archiver"
+    if [[ "${1:-0}" = 1 ]]; then
+        say "Skipping the build (the binary already built: $BIN)"
+    else
+        say "Building the crawler: cargo build --release"
+        (cd "$REPO" && cargo build --release) || die "the build failed"
+    fi
+    [[ -x "$BIN" ]] || die "no crawler binary at $BIN (build it with: cargo build --release)"
+}

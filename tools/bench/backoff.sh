@@ -42,14 +42,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 # --- 1. build -------------------------------------------------------------------------------
-TARGET_DIR="${CARGO_TARGET_DIR:-target}"
-[[ "$TARGET_DIR" = /* ]] || TARGET_DIR="$REPO/$TARGET_DIR"
-BIN="$TARGET_DIR/release/archiver"
-if [[ "${BENCH_NO_BUILD:-0}" != 1 ]]; then
-    say "Building the crawler: cargo build --release"
-    (cd "$REPO" && cargo build --release) || die "the build failed"
-fi
-[[ -x "$BIN" ]] || die "no crawler binary at $BIN (build it with: cargo build --release)"
+release_binary "${BENCH_NO_BUILD:-0}"
 
 # --- 2. the site ----------------------------------------------------------------------------
 rm -rf "$OUT"

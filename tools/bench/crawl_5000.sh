@@ -53,14 +53,7 @@ mkdir -p "$OUT"
 PIDFILE="$OUT/.crawl.pid"
 
 # --- 1. build -------------------------------------------------------------------------------
-TARGET_DIR="${CARGO_TARGET_DIR:-target}"
-[[ "$TARGET_DIR" = /* ]] || TARGET_DIR="$REPO/$TARGET_DIR"
-BIN="$TARGET_DIR/release/archiver"
-if [[ "${BENCH_NO_BUILD:-0}" != 1 ]]; then
-    say "Building the crawler: cargo build --release"
-    (cd "$REPO" && cargo build --release) || die "the build failed"
-fi
-[[ -x "$BIN" ]] || die "no crawler binary at $BIN (build it with: cargo build --release)"
+release_binary "${BENCH_NO_BUILD:-0}"
 
 # --- 2. the site ----------------------------------------------------------------------------
 STAMP="pages=$PAGES css=$CSS generator=$GENERATOR_VERSION"

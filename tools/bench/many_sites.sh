@@ -360,14 +360,7 @@ if [[ "${BENCH_REPORT_ONLY:-0}" = 1 ]]; then
 fi
 
 # --- 1. build -------------------------------------------------------------------------------
-TARGET_DIR="${CARGO_TARGET_DIR:-target}"
-[[ "$TARGET_DIR" = /* ]] || TARGET_DIR="$REPO/$TARGET_DIR"
-BIN="$TARGET_DIR/release/archiver"
-if [[ "${BENCH_NO_BUILD:-0}" != 1 ]]; then
-    say "Building the crawler: cargo build --release"
-    (cd "$REPO" && cargo build --release) || die "the crawler build failed"
-fi
-[[ -x "$BIN" ]] || die "no crawler binary at $BIN (build it with: cargo build --release)"
+release_binary "${BENCH_NO_BUILD:-0}"
 
 # The server is the bench target `manysites_server` of Cargo.toml when it is declared there;
 # otherwise it is built as a one-file crate under out/ (tokio only, versions from Cargo.lock).
