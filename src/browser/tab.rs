@@ -86,7 +86,24 @@ pub struct Rendered {
     pub refused: usize,
     /// The render took `render_timeout`; `dom` is the page as it was then.
     pub timed_out: bool,
+    /// The page's text (`document.body.innerText`), when [`Capture::text`] asked for it.
+    pub text: Option<String>,
+    /// A PNG of the viewport, when [`Capture::screenshot_scale`] asked for one.
+    pub screenshot: Option<Vec<u8>>,
 }
+
+/// What to take from the page once the network is idle, besides its DOM (`archiver qa`'s
+/// thumbnails and text length; the crawl's renders take nothing more).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Capture {
+    /// Take a PNG of the viewport scaled by this factor (0.25: a 320×256 thumbnail).
+    pub screenshot_scale: Option<f64>,
+    /// Take the page's text.
+    pub text: bool,
+}
+
+/// The viewport the browser is started with (`--window-size`), which a screenshot clips.
+pub(crate) const VIEWPORT: (u32, u32) = (1280, 1024);
 
 /// Why a page could not be rendered.
 #[derive(Debug, thiserror::Error)]
@@ -108,13 +125,27 @@ impl Browser {
         fetcher: &F,
         timeout: Duration,
     ) -> Result<Rendered, RenderError> {
+        self.render_capturing(page, fetcher, timeout, Capture::default())
+            .await
+    }
+
+    /// [`Browser::render`], taking what `capture` asks for before the tab is closed.
+    pub async fn render_capturing<F: Fetcher>(
+        &self,
+        page: &Url,
+        fetcher: &F,
+        timeout: Duration,
+        capture: Capture,
+    ) -> Result<Rendered, RenderError> {
         let _tab = self.tabs.acquire().await.map_err(|_| CdpError::Closed)?;
         let created = self
             .cdp
             .call(None, "Target.createTarget", json!({"url": "about:blank"}))
             .await?;
         let target = created["targetId"].as_str().unwrap_or_default().to_string();
-        let result = self.render_in(&target, page, fetcher, timeout).await;
+        let result = self
+            .render_in(&target, page, fetcher, (timeout, capture))
+            .await;
         let _ = self
             .cdp
             .call(None, "Target.closeTarget", json!({"targetId": target}))
@@ -127,7 +158,7 @@ impl Browser {
         target: &str,
         page: &Url,
         fetcher: &F,
-        timeout: Duration,
+        (timeout, capture): (Duration, Capture),
     ) -> Result<Rendered, RenderError> {
         let attached = self
             .cdp
@@ -152,6 +183,10 @@ impl Browser {
             said: HashSet::new(),
         };
         let out = run.drive(&session, rx, page, fetcher, timeout).await;
+        let out = match out {
+            Ok(rendered) => run.capture(&session, rendered, capture).await,
+            Err(e) => Err(e),
+        };
         for s in &run.sessions {
             self.cdp.unroute(s);
         }
@@ -297,7 +332,62 @@ impl Run<'_> {
             answered: self.answered,
             refused: self.refused,
             timed_out,
+            text: None,
+            screenshot: None,
         })
+    }
+
+    /// Takes what `capture` asks for from the loaded page. A screenshot that fails leaves none
+    /// (the page is still reported); a dead browser is an error.
+    async fn capture(
+        &self,
+        session: &str,
+        mut rendered: Rendered,
+        capture: Capture,
+    ) -> Result<Rendered, RenderError> {
+        let cdp = &self.browser.cdp;
+        if capture.text {
+            let v = cdp
+                .call(
+                    Some(session),
+                    "Runtime.evaluate",
+                    json!({
+                        "expression": "document.body ? document.body.innerText : ''",
+                        "returnByValue": true
+                    }),
+                )
+                .await?;
+            rendered.text = Some(
+                v["result"]["value"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+            );
+        }
+        if let Some(scale) = capture.screenshot_scale {
+            let (width, height) = VIEWPORT;
+            let shot = cdp
+                .call(
+                    Some(session),
+                    "Page.captureScreenshot",
+                    json!({
+                        "format": "png",
+                        "clip": {"x": 0, "y": 0, "width": width, "height": height, "scale": scale}
+                    }),
+                )
+                .await;
+            rendered.screenshot = match shot {
+                Ok(v) => v["data"]
+                    .as_str()
+                    .and_then(|d| data_encoding::BASE64.decode(d.as_bytes()).ok()),
+                Err(CdpError::Closed) => return Err(CdpError::Closed.into()),
+                Err(e) => {
+                    tracing::debug!("no screenshot of the page: {e}");
+                    None
+                }
+            };
+        }
+        Ok(rendered)
     }
 
     /// A paused request: refused at once when no crawler may fetch it, else handed to the
