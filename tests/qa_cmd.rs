@@ -392,3 +392,50 @@ fn compare_ranks_first_the_page_whose_image_changed() {
     let report = std::fs::read_to_string(d.join("cmp.html")).unwrap();
     assert!(report.contains("most changed first"));
 }
+
+#[test]
+fn a_page_that_never_settles_is_cut_at_the_timeout_and_reported() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let d = dir.path();
+    let handler: Handler = Arc::new(|r: &Request| match r.target.as_str() {
+        "/robots.txt" => ok("text/plain", "User-agent: *\nDisallow:\n"),
+        "/" => html(&page(
+            "Home",
+            "",
+            r#"<a href="/poll.html">poll</a> <a href="/spin.html">spin</a>"#,
+        )),
+        // Never idle: a request every 50 ms.
+        "/poll.html" => html(&page(
+            "Poll",
+            "<script>setInterval(() => fetch('/poll?' + Math.random()).catch(() => {}), 50)\
+             </script>",
+            "",
+        )),
+        // Never yields once loaded.
+        "/spin.html" => html(&page(
+            "Spin",
+            "<script>addEventListener('load', () => { for (;;) {} })</script>",
+            "",
+        )),
+        _ => not_found(),
+    });
+    let s = TestSite::start("127.0.0.1".parse().unwrap(), handler);
+    let seed = format!("{}/", s.origin());
+    std::fs::write(d.join("site.toml"), profile("slow", &seed, "out")).unwrap();
+    crawl_ok(d, "site.toml", "crawl");
+    let done = run_qa(
+        d,
+        &["out", "--all", "--timeout", "3", "--json", "qa.json"],
+        "qa-timeout",
+    );
+    let qa = read_json(&d.join("qa.json"));
+    assert_eq!(qa["pages_checked"], 3, "{qa:#}");
+    for slow in ["/poll.html", "/spin.html"] {
+        let p = page_of(&qa, &format!("{}{slow}", s.origin()));
+        assert_eq!(p["timed_out"], true, "{slow}: {p:#}");
+    }
+    let home = page_of(&qa, &seed);
+    assert_eq!(home["timed_out"], false, "{home:#}");
+    assert_eq!(home["score"], 1.0, "{home:#}");
+    assert_eq!(qa["timed_out"], 2, "{}", done.stderr);
+}

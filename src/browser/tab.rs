@@ -14,6 +14,10 @@ use url::Url;
 use super::cdp::{CdpError, Event};
 use super::process::Browser;
 
+/// Beyond the render's timeout, how long the browser may take to give the page back (its DOM,
+/// and what a [`Capture`] asks for) before the render is given up and its tab closed.
+const GIVE_BACK: Duration = Duration::from_secs(30);
+
 /// Quiet time after the load event, with no request open, that counts as "network idle".
 const IDLE: Duration = Duration::from_millis(500);
 
@@ -112,6 +116,8 @@ pub enum RenderError {
     Cdp(#[from] CdpError),
     #[error("the page did not load: {0}")]
     Navigation(String),
+    #[error("the page was not given back within {0:?}")]
+    Stuck(Duration),
 }
 
 type Answering<'a> =
@@ -143,9 +149,12 @@ impl Browser {
             .call(None, "Target.createTarget", json!({"url": "about:blank"}))
             .await?;
         let target = created["targetId"].as_str().unwrap_or_default().to_string();
-        let result = self
-            .render_in(&target, page, fetcher, (timeout, capture))
-            .await;
+        let run = self.render_in(&target, page, fetcher, (timeout, capture));
+        // Cut here, so the tab is closed whatever the page does.
+        let result = match tokio::time::timeout(timeout + GIVE_BACK, run).await {
+            Ok(r) => r,
+            Err(_) => Err(RenderError::Stuck(timeout + GIVE_BACK)),
+        };
         let _ = self
             .cdp
             .call(None, "Target.closeTarget", json!({"targetId": target}))
@@ -311,6 +320,14 @@ impl Run<'_> {
         // Requests still open at the timeout are dropped: the crawler may still fetch them, the
         // page will not see them.
         drop(open);
+        if timed_out {
+            // A script that never yields would keep the DOM from being read.
+            let _ = self
+                .browser
+                .cdp
+                .call(Some(session), "Runtime.terminateExecution", json!({}))
+                .await;
+        }
         let dom = self
             .browser
             .cdp

@@ -8,6 +8,7 @@
 //! tries by itself leaves the machine, and its own background traffic never reaches a tab's
 //! interception: it is not the page's and is not counted.
 
+use std::collections::HashSet;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -22,11 +23,14 @@ use crate::frontier::seen_key;
 
 /// Longest text kept of a page (for `--compare`'s text diff; the length is counted whole).
 const MAX_TEXT: usize = 256 << 10;
+/// Most requests noted of one page: a page that polls without end is cut at the timeout,
+/// and its report need not list every poll.
+const MAX_NOTED: usize = 2000;
 /// The thumbnail's scale: a 1280×1024 viewport gives 320×256.
 const THUMB_SCALE: f64 = 0.25;
-/// Beyond the page's own timeout, how long the browser may take to give the page back (its
-/// DOM, text and screenshot) before the page is given up.
-const GRACE: Duration = Duration::from_secs(30);
+/// Beyond the page's own timeout, the longest wait for the browser: it cuts a render that
+/// does not come back itself (and closes its tab) well before this backstop.
+const GRACE: Duration = Duration::from_secs(90);
 
 /// One request a page made and what the archive gave it.
 #[derive(Debug, Clone)]
@@ -75,7 +79,14 @@ impl Replayed {
 /// The [`Fetcher`] of one page: the archive's answers, and a note of every request.
 struct FromArchive<'c> {
     crawl: &'c CrawlDir,
-    asked: Mutex<Vec<Asked>>,
+    asked: Mutex<Noted>,
+}
+
+/// The requests of one page, each URL once, at most [`MAX_NOTED`].
+#[derive(Default)]
+struct Noted {
+    list: Vec<Asked>,
+    urls: HashSet<String>,
 }
 
 impl Fetcher for FromArchive<'_> {
@@ -117,11 +128,11 @@ impl FromArchive<'_> {
     /// Notes a request, once per URL (the first answer stands).
     fn note(&self, req: &BrowserRequest, missing: Option<Reason>) {
         let url = req.url.to_string();
-        let mut asked = self.asked.lock().unwrap_or_else(|e| e.into_inner());
-        if asked.iter().any(|a| a.url == url) {
+        let mut noted = self.asked.lock().unwrap_or_else(|e| e.into_inner());
+        if noted.list.len() >= MAX_NOTED || !noted.urls.insert(url.clone()) {
             return;
         }
-        asked.push(Asked {
+        noted.list.push(Asked {
             url,
             kind: kind_of(&req.resource_type),
             missing,
@@ -179,7 +190,7 @@ pub(super) async fn replay(
 ) -> Replayed {
     let fetcher = FromArchive {
         crawl,
-        asked: Mutex::new(Vec::new()),
+        asked: Mutex::new(Noted::default()),
     };
     let capture = Capture {
         screenshot_scale: Some(THUMB_SCALE),
@@ -190,7 +201,8 @@ pub(super) async fn replay(
     let asked = fetcher
         .asked
         .into_inner()
-        .unwrap_or_else(|e| e.into_inner());
+        .unwrap_or_else(|e| e.into_inner())
+        .list;
     let mut r = Replayed {
         url: page.url.to_string(),
         site: site_of(&page.url),
