@@ -104,6 +104,9 @@ pub struct Capture {
     pub screenshot_scale: Option<f64>,
     /// Take the page's text.
     pub text: bool,
+    /// Turn the browser's cache off in the tab, so every request the page makes reaches the
+    /// fetcher, even one an earlier page of the same site made (qa counts them page by page).
+    pub every_request: bool,
 }
 
 /// The viewport the browser is started with (`--window-size`), which a screenshot clips.
@@ -190,6 +193,7 @@ impl Browser {
             answered: 0,
             refused: 0,
             said: HashSet::new(),
+            no_cache: capture.every_request,
         };
         let out = run.drive(&session, rx, page, fetcher, timeout).await;
         let out = match out {
@@ -212,6 +216,8 @@ struct Run<'b> {
     refused: usize,
     /// What the tab refused by itself and has said so (each once per render).
     said: HashSet<(Refusal, String)>,
+    /// The browser's cache is off in this tab ([`Capture::every_request`]).
+    no_cache: bool,
 }
 
 impl Run<'_> {
@@ -240,6 +246,15 @@ impl Run<'_> {
         let _ = cdp.call(s, "Page.enable", json!({})).await;
         // Only for `Network.webSocketCreated`: WebSockets are not seen by `Fetch`.
         let _ = cdp.call(s, "Network.enable", json!({})).await;
+        if self.no_cache {
+            let _ = cdp
+                .call(
+                    s,
+                    "Network.setCacheDisabled",
+                    json!({"cacheDisabled": true}),
+                )
+                .await;
+        }
         let _ = cdp
             .call(s, "Runtime.runIfWaitingForDebugger", json!({}))
             .await;

@@ -195,6 +195,7 @@ pub(super) async fn replay(
     let capture = Capture {
         screenshot_scale: Some(THUMB_SCALE),
         text: true,
+        every_request: true,
     };
     let run = browser.render_capturing(&page.url, &fetcher, timeout, capture);
     let outcome = tokio::time::timeout(timeout + GRACE, run).await;

@@ -192,10 +192,10 @@ pub(super) fn html(json: &QaJson, pages: &[Replayed], pairs: Option<&[Pair]>) ->
     by_reason_section(&mut h, pages);
     by_site_section(&mut h, pages);
     let text = serde_json::to_string_pretty(json).unwrap_or_default();
-    let _ = write!(
+    let _ = writeln!(
         h,
         "<h2>JSON</h2><details><summary>the same, as <code>--json</code> writes it</summary>\
-         <pre id=json>{}</pre></details></body></html>\n",
+         <pre id=json>{}</pre></details></body></html>",
         esc(&text)
     );
     h
