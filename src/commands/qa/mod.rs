@@ -60,8 +60,6 @@ pub struct QaOutcome {
     /// Lines written to the patch list.
     pub patch_lines: usize,
     pub elapsed: Duration,
-    /// The browser's process id (for a benchmark's memory figure).
-    pub browser_pid: Option<u32>,
 }
 
 /// Why the check could not run.
@@ -101,7 +99,6 @@ pub async fn run(opts: &QaOptions) -> Result<QaOutcome, QaError> {
         })
     })?;
     let browser = Browser::launch(&exe, opts.tabs).await?;
-    let browser_pid = browser.pid().await;
     let replayed = replay_both(&browser, (&this, other.as_ref()), &pages, opts).await;
     browser.close().await;
     let (mut mine, theirs) = replayed;
@@ -121,7 +118,6 @@ pub async fn run(opts: &QaOptions) -> Result<QaOutcome, QaError> {
         json,
         patch_lines,
         elapsed: started.elapsed(),
-        browser_pid,
     })
 }
 
