@@ -13,10 +13,11 @@ use crate::logs::crawllog::{parse_line, read_lines};
 
 /// What crawl.log's last line of a URL says (retries and the browser's own refusals left
 /// aside, as the renderer's ledger leaves them).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 pub(super) struct LastWord {
     pub(super) status: i32,
-    pub(super) annotations: Vec<String>,
+    /// An annotation names a scope rule (`scope:…`).
+    pub(super) scope_rule: bool,
     /// The line names a WARC record (`warcFilename` in its JSON).
     pub(super) recorded: bool,
 }
@@ -34,8 +35,9 @@ pub(super) struct CrawlDir {
     pub(super) warc_dir: PathBuf,
     /// Where each archived URL's record is (the renderer's ledger, read the same way).
     pub(super) ledger: Ledger,
-    /// The last word on every URL crawl.log names, by seen-set key.
-    pub(super) words: HashMap<String, LastWord>,
+    /// The last word on every URL crawl.log names, by a hash of its seen-set key (16 bytes a
+    /// URL: a crawl of millions of URLs is read whole).
+    pub(super) words: HashMap<u64, LastWord>,
     /// The archived HTML pages, in crawl.log's order.
     pub(super) pages: Vec<PageRef>,
 }
@@ -77,12 +79,12 @@ impl CrawlDir {
 
     /// The last word crawl.log has on `url`, if it names it.
     pub(super) fn word(&self, url: &Url) -> Option<&LastWord> {
-        self.words.get(&seen_key(url))
+        self.words.get(&key_hash(&seen_key(url)))
     }
 }
 
 /// Takes one crawl.log line in: the URL's last word, and the page it is if it is one.
-fn note_line(text: &str, words: &mut HashMap<String, LastWord>, pages: &mut Vec<PageRef>) {
+fn note_line(text: &str, words: &mut HashMap<u64, LastWord>, pages: &mut Vec<PageRef>) {
     let Some(p) = parse_line(text) else { return };
     let Ok(url) = Url::parse(&p.uri) else { return };
     // Fields 5 and 6 (hop path, via) are not in `Parsed`: the first twelve hold no spaces.
@@ -92,14 +94,15 @@ fn note_line(text: &str, words: &mut HashMap<String, LastWord>, pages: &mut Vec<
         .iter()
         .any(|a| a.starts_with("retry:") || a.starts_with("browser:"));
     let recorded = p.extra.contains("\"warcFilename\"");
-    let key = seen_key(&url);
+    let key = key_hash(&seen_key(&url));
     // A retry or a refusal by the browser is not the last word, unless nothing else is said.
     if !passing || !words.contains_key(&key) {
+        let scope_rule = p.annotations.iter().any(|a| a.starts_with("scope:"));
         words.insert(
             key,
             LastWord {
                 status: p.status,
-                annotations: p.annotations.clone(),
+                scope_rule,
                 recorded,
             },
         );
@@ -108,6 +111,13 @@ fn note_line(text: &str, words: &mut HashMap<String, LastWord>, pages: &mut Vec<
     if (200..300).contains(&p.status) && html && recorded && !is_requisite(&path) {
         pages.push(PageRef { url, path });
     }
+}
+
+fn key_hash(key: &str) -> u64 {
+    use std::hash::{Hash as _, Hasher as _};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    key.hash(&mut h);
+    h.finish()
 }
 
 fn is_html_mime(mime: &str) -> bool {
@@ -216,9 +226,9 @@ mod tests {
             &mut words,
             &mut pages,
         );
-        let x = &words[&seen_key(&Url::parse("http://h/x").unwrap())];
+        let x = &words[&key_hash(&seen_key(&Url::parse("http://h/x").unwrap()))];
         assert_eq!(x.status, -2);
-        assert!(x.annotations.is_empty(), "{:?}", x.annotations);
+        assert!(!x.scope_rule && !x.recorded, "{x:?}");
         let urls: Vec<&str> = pages.iter().map(|p| p.url.as_str()).collect();
         assert_eq!(urls, ["http://h/"]);
     }

@@ -66,9 +66,8 @@ pub(super) fn reason(word: Option<&LastWord>) -> Reason {
     let Some(w) = word else {
         return Reason::NotDiscovered;
     };
-    let scope_rule = w.annotations.iter().any(|a| a.starts_with("scope:"));
     match w.status {
-        status::OUT_OF_SCOPE if scope_rule => Reason::OutOfScope,
+        status::OUT_OF_SCOPE if w.scope_rule => Reason::OutOfScope,
         status::ROBOTS_PRECLUDED => Reason::Robots,
         // Traps (-5000 without a scope rule), opt-out lists, quotas: rules, not failures.
         status::OUT_OF_SCOPE | status::BLOCKED_BY_USER | status::BLOCKED_BY_QUOTA => {
@@ -89,7 +88,7 @@ mod tests {
     fn word(status: i32, note: &str, recorded: bool) -> LastWord {
         LastWord {
             status,
-            annotations: vec![note.to_string()],
+            scope_rule: note.starts_with("scope:"),
             recorded,
         }
     }

@@ -260,7 +260,11 @@ fn grouped<'a, K: Ord>(
 
 fn by_reason_section(h: &mut String, pages: &[Replayed]) {
     h.push_str("<h2>Missing, by reason</h2>");
-    for (reason, urls) in grouped(pages, |_, r| r) {
+    let groups = grouped(pages, |_, r| r);
+    if groups.is_empty() {
+        h.push_str("<p>Nothing is missing: the archive answered every request.</p>");
+    }
+    for (reason, urls) in groups {
         let _ = write!(
             h,
             "<h3 id=\"reason-{n}\">{n}: {} ({} URLs)</h3><ul>",
