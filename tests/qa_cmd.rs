@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use common::output::crawl_log;
 use common::profile::Loopback;
-use common::site::{html, not_found, ok, response, Exchange, Handler, Request, TestSite};
+use common::site::{html, not_found, ok, response, Exchange, Handler, Reply, Request, TestSite};
 use common::tools::{crawl_ok, run_archiver, run_with_timeout, tail, Finished};
 use serde_json::Value;
 
@@ -64,10 +64,16 @@ fn page(title: &str, head: &str, body: &str) -> Vec<u8> {
 }
 
 /// The site: `/` links the four pages; `/complete.html` has only what its HTML names;
-/// `/app.html` loads by script; `/blocked.html` wants a robots-forbidden image and one of
-/// `other` (another origin: out of scope).
-fn site(other: String) -> Handler {
+/// `/app.html` loads by script; `/blocked.html` wants a robots-forbidden image, one of
+/// `other` (another origin: out of scope) and one whose server drops the connection until
+/// `healed` is set.
+fn site(other: String, healed: Arc<AtomicBool>) -> Handler {
     Arc::new(move |r: &Request| match r.target.as_str() {
+        "/img/broken.svg" if !healed.load(Ordering::SeqCst) => Reply {
+            wire: Vec::new(),
+            body: Vec::new(),
+            close: true,
+        },
         "/robots.txt" => ok("text/plain", "User-agent: *\nDisallow: /private/\n"),
         "/" => html(&page(
             "Home",
@@ -90,7 +96,8 @@ fn site(other: String) -> Handler {
             "",
             &format!(
                 r#"<img src="/private/secret.svg" alt="private">
-                   <img src="{other}/ext.svg" alt="elsewhere">"#
+                   <img src="{other}/ext.svg" alt="elsewhere">
+                   <img src="/img/broken.svg" alt="broken">"#
             ),
         )),
         // Cached for an hour: each page that uses it must still be seen asking for it.
@@ -107,7 +114,7 @@ fn site(other: String) -> Handler {
         "/font.woff2" => ok("font/woff2", b"wOF2 not really a font"),
         "/app.js" => ok("application/javascript", APP_JS),
         "/api/data.json" => ok("application/json", r#"{"message": "data from the API"}"#),
-        "/img/static.svg" | "/img/dynamic.svg" | "/private/secret.svg" => {
+        "/img/static.svg" | "/img/dynamic.svg" | "/private/secret.svg" | "/img/broken.svg" => {
             ok("image/svg+xml", svg("#3a7"))
         }
         _ => not_found(),
@@ -124,6 +131,8 @@ fn other_site() -> Handler {
 fn profile(name: &str, seed: &str, dir: &str) -> String {
     Loopback {
         dir,
+        // A failed fetch is final at once: no retries to wait for.
+        politeness: "min_delay = 0.0\ndelay_factor = 0.0\nmax_retries = 0",
         output: "\n[browser]\nrender = \"never\"",
         ..Loopback::new(name, vec![seed.to_string()])
     }
@@ -204,7 +213,11 @@ fn qa_names_what_the_archive_misses_and_a_patch_crawl_fetches_it() {
     let dir = tempfile::tempdir().expect("temp dir");
     let d = dir.path();
     let other = TestSite::start("127.0.0.1".parse().unwrap(), other_site());
-    let s = TestSite::start("127.0.0.1".parse().unwrap(), site(other.origin()));
+    let healed = Arc::new(AtomicBool::new(false));
+    let s = TestSite::start(
+        "127.0.0.1".parse().unwrap(),
+        site(other.origin(), healed.clone()),
+    );
     let url = |p: &str| format!("{}{p}", s.origin());
     std::fs::write(d.join("site.toml"), profile("qa", &url("/"), "out")).unwrap();
     crawl_ok(d, "site.toml", "crawl");
@@ -256,6 +269,7 @@ fn qa_names_what_the_archive_misses_and_a_patch_crawl_fetches_it() {
         set(&[
             (&url("/private/secret.svg"), "image", "robots"),
             (&elsewhere, "image", "out-of-scope"),
+            (&url("/img/broken.svg"), "image", "failed"),
         ])
     );
     let score = qa["score"].as_f64().unwrap_or(1.0);
@@ -287,6 +301,7 @@ fn qa_names_what_the_archive_misses_and_a_patch_crawl_fetches_it() {
         url("/api/data.json"),
         url("/img/dynamic.svg"),
         url("/fonts.css"),
+        url("/img/broken.svg"),
     ];
     assert_eq!(listed, want.iter().map(String::as_str).collect(), "{list}");
     assert!(
@@ -294,7 +309,9 @@ fn qa_names_what_the_archive_misses_and_a_patch_crawl_fetches_it() {
         "{list}"
     );
 
-    // The crawl is complete; a patch run still fetches them, robots.txt first.
+    // The crawl is complete; a patch run still fetches them, robots.txt first, and the one
+    // whose fetch failed (seen before) again.
+    healed.store(true, Ordering::SeqCst);
     let done = run_archiver(
         &["crawl", "--profile", "site.toml", "--patch", "missing.txt"],
         d,
@@ -313,6 +330,7 @@ fn qa_names_what_the_archive_misses_and_a_patch_crawl_fetches_it() {
         "/img/dynamic.svg",
         "/fonts.css",
         "/font.woff2",
+        "/img/broken.svg",
     ] {
         assert!(
             asked.iter().any(|a| a == p),
@@ -336,7 +354,13 @@ fn qa_names_what_the_archive_misses_and_a_patch_crawl_fetches_it() {
     assert_eq!(app["score"], 1.0, "{app:#}");
     // The font of the stylesheet the script inserts is asked for now, and answered.
     assert!(app["requests"].as_u64() >= Some(5), "{app:#}");
-    assert_eq!(missing_of(&qa2, &url("/blocked.html")).len(), 2);
+    assert_eq!(
+        missing_of(&qa2, &url("/blocked.html")),
+        set(&[
+            (&url("/private/secret.svg"), "image", "robots"),
+            (&elsewhere, "image", "out-of-scope"),
+        ])
+    );
 }
 
 #[test]
