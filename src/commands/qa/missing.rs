@@ -84,8 +84,8 @@ pub enum PatchError {
     },
 }
 
-/// Reads a patch list: blank lines and `#` comments skipped; each line `URL PAGE [PATH]` (a
-/// line of one URL alone is an embed of nothing: refused, a patch URL needs its page).
+/// Reads a patch list: blank lines and `#` comments skipped; each line `URL [PAGE [PATH]]` (a
+/// URL alone is taken as an embed of its site's home page).
 pub fn read(path: &Path) -> Result<Vec<PatchLine>, PatchError> {
     let text = std::fs::read_to_string(path).map_err(crate::commands::io_at(path))?;
     let mut out = Vec::new();
@@ -100,15 +100,17 @@ pub fn read(path: &Path) -> Result<Vec<PatchLine>, PatchError> {
             why,
         };
         let mut fields = line.split_whitespace();
-        let url = fields.next().unwrap_or_default();
-        let Some(page) = fields.next() else {
-            return Err(bad(format!("{url}: no page (URL PAGE [PATH])")));
-        };
         let parse = |u: &str| {
             Url::parse(u)
                 .ok()
                 .filter(|u| matches!(u.scheme(), "http" | "https"))
                 .ok_or_else(|| bad(format!("{u:?} is not an http(s) URL")))
+        };
+        let url = parse(fields.next().unwrap_or_default())?;
+        // A URL alone (a list written by hand) is an embed of its site's home page.
+        let page = match fields.next() {
+            Some(p) => parse(p)?,
+            None => url.join("/").map_err(|e| bad(format!("{url}: {e}")))?,
         };
         let page_path = match fields.next() {
             None | Some("-") => String::new(),
@@ -116,8 +118,8 @@ pub fn read(path: &Path) -> Result<Vec<PatchLine>, PatchError> {
             Some(p) => return Err(bad(format!("{p:?} is not a hop path (letters like LLE)"))),
         };
         out.push(PatchLine {
-            url: parse(url)?,
-            page: parse(page)?,
+            url,
+            page,
             page_path,
         });
     }
@@ -148,12 +150,16 @@ mod tests {
         let path = dir.path().join("missing.txt");
         std::fs::write(&path, &text).unwrap();
         assert_eq!(read(&path).unwrap(), lines);
-        std::fs::write(&path, "# x\n\nhttp://h/a\n").unwrap();
+        std::fs::write(&path, "# x\n\nhttp://h/a/b.png\nhttp://h/c http://h/ l\n").unwrap();
         let e = read(&path).unwrap_err().to_string();
         assert!(
-            e.ends_with("missing.txt:3: http://h/a: no page (URL PAGE [PATH])"),
+            e.ends_with("missing.txt:4: \"l\" is not a hop path (letters like LLE)"),
             "{e}"
         );
+        std::fs::write(&path, "http://h/a/b.png\n").unwrap();
+        let alone = read(&path).unwrap();
+        assert_eq!(alone[0].page.as_str(), "http://h/");
+        assert_eq!(alone[0].page_path, "");
         std::fs::write(&path, "ftp://h/a http://h/\n").unwrap();
         assert!(read(&path).is_err());
     }
