@@ -32,17 +32,19 @@ fn main() -> ExitCode {
         (
             Some(Command::Crawl {
                 profile: Some(profile),
+                patch,
                 ..
             }),
             _,
-        )
-        | (None, Some(profile)) => crawl(profile),
+        ) => crawl(profile, patch.as_deref()),
+        (None, Some(profile)) => crawl(profile, None),
         (
             Some(Command::Crawl {
                 profile: None,
                 urls,
                 contact,
                 output,
+                ..
             }),
             _,
         ) => quick_crawl(&urls, contact.as_deref(), output),
@@ -88,6 +90,34 @@ fn main() -> ExitCode {
             url.as_deref(),
         ),
         (Some(Command::Optout { command }), _) => optout(command),
+        (
+            Some(Command::Qa {
+                crawl,
+                pages,
+                all,
+                output,
+                json,
+                compare,
+                missing,
+                browser,
+                tabs,
+                timeout,
+            }),
+            _,
+        ) => qa(archiver::commands::qa::QaOptions {
+            crawl,
+            pages: match (all, pages) {
+                (true, _) => None,
+                (false, n) => Some(n.unwrap_or(archiver::commands::qa::DEFAULT_PAGES)),
+            },
+            report: output,
+            json,
+            compare,
+            missing,
+            browser,
+            tabs: tabs.max(1),
+            timeout: std::time::Duration::from_secs_f64(timeout.clamp(1.0, 3600.0)),
+        }),
         (Some(Command::Verify { warcs, index }), _) => verify(&warcs, &index),
         (
             Some(Command::Wacz {
@@ -253,7 +283,7 @@ fn quick_crawl(urls: &[String], contact: Option<&str>, output: Option<PathBuf>) 
             return ExitCode::FAILURE;
         }
     }
-    crawl(path)
+    crawl(path, None)
 }
 
 /// `archiver about`: the page for webmasters, from the profile.
@@ -320,10 +350,18 @@ mod exit {
 /// `crawl`).
 const WORKERS: usize = 1;
 
-fn crawl(path: PathBuf) -> ExitCode {
+fn crawl(path: PathBuf, patch: Option<&std::path::Path>) -> ExitCode {
     let profile = match load(&path) {
         Ok(p) => p,
         Err(code) => return code,
+    };
+    let patch = match patch.map(archiver::commands::qa::missing::read) {
+        None => Vec::new(),
+        Some(Ok(lines)) => lines,
+        Some(Err(e)) => {
+            eprintln!("archiver: --patch: {e}");
+            return ExitCode::from(exit::USAGE);
+        }
     };
     let name = profile.name.clone();
     let out = profile.output_dir.clone();
@@ -351,7 +389,7 @@ fn crawl(path: PathBuf) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(archiver::crawl::run(profile)) {
+    match runtime.block_on(archiver::crawl::run_patched(profile, patch)) {
         Ok(archiver::crawl::Ended::AlreadyComplete(stats)) => {
             already_complete(&name, &path, &out, &stats)
         }
@@ -655,6 +693,65 @@ fn verify(inputs: &[PathBuf], indexes: &[PathBuf]) -> ExitCode {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+/// `archiver qa`: exit 0 with the check done (whatever it found), 2 when the folder is no
+/// crawl or holds no page, 1 for anything else.
+fn qa(opts: archiver::commands::qa::QaOptions) -> ExitCode {
+    use archiver::commands::qa::{self, QaError};
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("archiver: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(qa::run(&opts)) {
+        Ok(o) => {
+            let j = &o.json;
+            let minutes = o.elapsed.as_secs_f64() / 60.0;
+            eprintln!(
+                "archiver: qa: {} pages in {:.1} s ({:.0} a minute); score {:.1}%: {} of {} \
+                 requests answered from the archive; {} pages cut at the timeout",
+                j.pages_checked,
+                o.elapsed.as_secs_f64(),
+                j.pages_checked as f64 / minutes.max(1e-9),
+                j.score * 100.0,
+                j.answered,
+                j.requests,
+                j.timed_out
+            );
+            let missing: Vec<String> = j
+                .missing_by_reason
+                .iter()
+                .filter(|(_, n)| **n > 0)
+                .map(|(r, n)| format!("{n} {r}"))
+                .collect();
+            if !missing.is_empty() {
+                eprintln!("archiver: qa: missing: {}", missing.join(", "));
+            }
+            if let Some(path) = &opts.missing {
+                eprintln!(
+                    "archiver: qa: {} URLs a patch crawl may fetch written to {}",
+                    o.patch_lines,
+                    path.display()
+                );
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e @ (QaError::Plan(_) | QaError::NoPages(_))) => {
+            eprintln!("archiver: qa: {e}");
+            ExitCode::from(exit::USAGE)
+        }
+        Err(e) => {
+            eprintln!("archiver: qa: {e}");
+            ExitCode::FAILURE
+        }
     }
 }
 

@@ -10,10 +10,13 @@
 //! - `rule`: the pure "empty without JavaScript" test over a page's HTML;
 //! - `cdp`: a small Chrome DevTools Protocol client over one WebSocket;
 //! - `process`: finding, starting and stopping the one Chromium process;
-//! - `tab`: rendering one page in its own tab, interception included.
+//! - `tab`: rendering one page in its own tab, interception included;
+//! - `readback`: the browser's answers read back from a crawl's own WARC records (the
+//!   renderer's and `archiver qa`'s).
 
 pub(crate) mod cdp;
 pub(crate) mod process;
+pub(crate) mod readback;
 pub(crate) mod rule;
 pub(crate) mod tab;
 
@@ -22,7 +25,7 @@ use std::time::Duration;
 
 pub use process::{find_executable, Browser, LaunchError};
 pub use rule::{empty_without_js, looks_empty, Emptiness};
-pub use tab::{BrowserAnswer, BrowserRequest, Fetcher, Refusal, RenderError, Rendered};
+pub use tab::{BrowserAnswer, BrowserRequest, Capture, Fetcher, Refusal, RenderError, Rendered};
 
 /// When pages are rendered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -85,6 +85,11 @@ fn flags(profile: &Path) -> Vec<String> {
         "--disable-domain-reliability",
         "--disable-client-side-phishing-detection",
         "--disable-dev-shm-usage",
+        // A tab opened by CDP is a background tab: its timers would be slowed to one a second,
+        // and a page would not run as it does for a person (nor look idle when it is not).
+        "--disable-background-timer-throttling",
+        "--disable-renderer-backgrounding",
+        "--disable-backgrounding-occluded-windows",
         "--metrics-recording-only",
         "--mute-audio",
         "--deny-permission-prompts",

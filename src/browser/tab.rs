@@ -14,6 +14,10 @@ use url::Url;
 use super::cdp::{CdpError, Event};
 use super::process::Browser;
 
+/// Beyond the render's timeout, how long the browser may take to give the page back (its DOM,
+/// and what a [`Capture`] asks for) before the render is given up and its tab closed.
+const GIVE_BACK: Duration = Duration::from_secs(30);
+
 /// Quiet time after the load event, with no request open, that counts as "network idle".
 const IDLE: Duration = Duration::from_millis(500);
 
@@ -86,7 +90,27 @@ pub struct Rendered {
     pub refused: usize,
     /// The render took `render_timeout`; `dom` is the page as it was then.
     pub timed_out: bool,
+    /// The page's text (`document.body.innerText`), when [`Capture::text`] asked for it.
+    pub text: Option<String>,
+    /// A PNG of the viewport, when [`Capture::screenshot_scale`] asked for one.
+    pub screenshot: Option<Vec<u8>>,
 }
+
+/// What to take from the page once the network is idle, besides its DOM (`archiver qa`'s
+/// thumbnails and text length; the crawl's renders take nothing more).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Capture {
+    /// Take a PNG of the viewport scaled by this factor (0.25: a 320×256 thumbnail).
+    pub screenshot_scale: Option<f64>,
+    /// Take the page's text.
+    pub text: bool,
+    /// Turn the browser's cache off in the tab, so every request the page makes reaches the
+    /// fetcher, even one an earlier page of the same site made (qa counts them page by page).
+    pub every_request: bool,
+}
+
+/// The viewport the browser is started with (`--window-size`), which a screenshot clips.
+pub(crate) const VIEWPORT: (u32, u32) = (1280, 1024);
 
 /// Why a page could not be rendered.
 #[derive(Debug, thiserror::Error)]
@@ -95,6 +119,8 @@ pub enum RenderError {
     Cdp(#[from] CdpError),
     #[error("the page did not load: {0}")]
     Navigation(String),
+    #[error("the page was not given back within {0:?}")]
+    Stuck(Duration),
 }
 
 type Answering<'a> =
@@ -108,13 +134,30 @@ impl Browser {
         fetcher: &F,
         timeout: Duration,
     ) -> Result<Rendered, RenderError> {
+        self.render_capturing(page, fetcher, timeout, Capture::default())
+            .await
+    }
+
+    /// [`Browser::render`], taking what `capture` asks for before the tab is closed.
+    pub async fn render_capturing<F: Fetcher>(
+        &self,
+        page: &Url,
+        fetcher: &F,
+        timeout: Duration,
+        capture: Capture,
+    ) -> Result<Rendered, RenderError> {
         let _tab = self.tabs.acquire().await.map_err(|_| CdpError::Closed)?;
         let created = self
             .cdp
             .call(None, "Target.createTarget", json!({"url": "about:blank"}))
             .await?;
         let target = created["targetId"].as_str().unwrap_or_default().to_string();
-        let result = self.render_in(&target, page, fetcher, timeout).await;
+        let run = self.render_in(&target, page, fetcher, (timeout, capture));
+        // Cut here, so the tab is closed whatever the page does.
+        let result = match tokio::time::timeout(timeout + GIVE_BACK, run).await {
+            Ok(r) => r,
+            Err(_) => Err(RenderError::Stuck(timeout + GIVE_BACK)),
+        };
         let _ = self
             .cdp
             .call(None, "Target.closeTarget", json!({"targetId": target}))
@@ -127,7 +170,7 @@ impl Browser {
         target: &str,
         page: &Url,
         fetcher: &F,
-        timeout: Duration,
+        (timeout, capture): (Duration, Capture),
     ) -> Result<Rendered, RenderError> {
         let attached = self
             .cdp
@@ -150,8 +193,13 @@ impl Browser {
             answered: 0,
             refused: 0,
             said: HashSet::new(),
+            no_cache: capture.every_request,
         };
         let out = run.drive(&session, rx, page, fetcher, timeout).await;
+        let out = match out {
+            Ok(rendered) => run.capture(&session, rendered, capture).await,
+            Err(e) => Err(e),
+        };
         for s in &run.sessions {
             self.cdp.unroute(s);
         }
@@ -168,6 +216,8 @@ struct Run<'b> {
     refused: usize,
     /// What the tab refused by itself and has said so (each once per render).
     said: HashSet<(Refusal, String)>,
+    /// The browser's cache is off in this tab ([`Capture::every_request`]).
+    no_cache: bool,
 }
 
 impl Run<'_> {
@@ -196,6 +246,15 @@ impl Run<'_> {
         let _ = cdp.call(s, "Page.enable", json!({})).await;
         // Only for `Network.webSocketCreated`: WebSockets are not seen by `Fetch`.
         let _ = cdp.call(s, "Network.enable", json!({})).await;
+        if self.no_cache {
+            let _ = cdp
+                .call(
+                    s,
+                    "Network.setCacheDisabled",
+                    json!({"cacheDisabled": true}),
+                )
+                .await;
+        }
         let _ = cdp
             .call(s, "Runtime.runIfWaitingForDebugger", json!({}))
             .await;
@@ -276,6 +335,14 @@ impl Run<'_> {
         // Requests still open at the timeout are dropped: the crawler may still fetch them, the
         // page will not see them.
         drop(open);
+        if timed_out {
+            // A script that never yields would keep the DOM from being read.
+            let _ = self
+                .browser
+                .cdp
+                .call(Some(session), "Runtime.terminateExecution", json!({}))
+                .await;
+        }
         let dom = self
             .browser
             .cdp
@@ -297,7 +364,62 @@ impl Run<'_> {
             answered: self.answered,
             refused: self.refused,
             timed_out,
+            text: None,
+            screenshot: None,
         })
+    }
+
+    /// Takes what `capture` asks for from the loaded page. A screenshot that fails leaves none
+    /// (the page is still reported); a dead browser is an error.
+    async fn capture(
+        &self,
+        session: &str,
+        mut rendered: Rendered,
+        capture: Capture,
+    ) -> Result<Rendered, RenderError> {
+        let cdp = &self.browser.cdp;
+        if capture.text {
+            let v = cdp
+                .call(
+                    Some(session),
+                    "Runtime.evaluate",
+                    json!({
+                        "expression": "document.body ? document.body.innerText : ''",
+                        "returnByValue": true
+                    }),
+                )
+                .await?;
+            rendered.text = Some(
+                v["result"]["value"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+            );
+        }
+        if let Some(scale) = capture.screenshot_scale {
+            let (width, height) = VIEWPORT;
+            let shot = cdp
+                .call(
+                    Some(session),
+                    "Page.captureScreenshot",
+                    json!({
+                        "format": "png",
+                        "clip": {"x": 0, "y": 0, "width": width, "height": height, "scale": scale}
+                    }),
+                )
+                .await;
+            rendered.screenshot = match shot {
+                Ok(v) => v["data"]
+                    .as_str()
+                    .and_then(|d| data_encoding::BASE64.decode(d.as_bytes()).ok()),
+                Err(CdpError::Closed) => return Err(CdpError::Closed.into()),
+                Err(e) => {
+                    tracing::debug!("no screenshot of the page: {e}");
+                    None
+                }
+            };
+        }
+        Ok(rendered)
     }
 
     /// A paused request: refused at once when no crawler may fetch it, else handed to the

@@ -132,6 +132,8 @@ fn browser_table() {
     assert!(p
         .describe()
         .contains("[browser]\nrender = \"all\"\nmax_share = 0.5\n"));
+    let none = format!("{GOOD}[browser]\nrender = \"none\"\n");
+    assert_eq!(parse(&none).unwrap().browser.render, RenderMode::Never);
     let bad = format!("{GOOD}[browser]\nrender = \"sometimes\"\nmax_share = 2\n");
     let e = parse(&bad).unwrap_err();
     assert_eq!((e.key.as_str(), e.line), ("browser.render", 10), "{e}");

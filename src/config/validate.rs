@@ -573,7 +573,8 @@ impl Checker<'_> {
         let mut p = Problems::default();
         let render = match raw.render.as_str() {
             "empty" => RenderMode::Empty,
-            "never" => RenderMode::Never,
+            // "none" as people (and qa's manual) also say it.
+            "never" | "none" => RenderMode::Never,
             "all" => RenderMode::All,
             other => {
                 p.0.push(self.error(

@@ -22,7 +22,10 @@ use crate::net::fetch::FetchError;
 use crate::politeness::{self, robots, Answer};
 
 /// Runs the crawl a profile describes, to the end. Returns the whole crawl's statistics.
-pub(super) async fn run(profile: Profile) -> anyhow::Result<Ended> {
+pub(super) async fn run(
+    profile: Profile,
+    patch: Vec<crate::commands::qa::PatchLine>,
+) -> anyhow::Result<Ended> {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let slots = super::descriptors::slots(profile.sites_at_once);
     let (crawler, archived) = Crawler::open(profile, tx)?;
@@ -36,7 +39,7 @@ pub(super) async fn run(profile: Profile) -> anyhow::Result<Ended> {
     let resolver = spawn_resolver(crawler.clone(), rx, slots.lookups);
     // The main task's root: between its steps it holds no engine lock.
     let mut root = Root::new();
-    if !root.with(|key| crawler.begin(key, &archived)) {
+    if !root.with(|key| crawler.begin(key, &archived, &patch)) {
         resolver.abort();
         return crawler
             .leave_complete(&mut root)
@@ -133,8 +136,14 @@ async fn next_job(crawler: &Crawler, root: &mut Root) -> Option<(String, Job)> {
 
 impl Crawler {
     /// Picks up what an earlier run left, queues the seeds and records the run's start; false
-    /// when an earlier run left nothing to do (then nothing is recorded).
-    fn begin(&self, key: &mut Key<Free>, archived: &super::archived::ArchivedBefore) -> bool {
+    /// when an earlier run left nothing to do (then nothing is recorded). A patch list's URLs
+    /// count as new seeds: a complete crawl runs again for them.
+    fn begin(
+        &self,
+        key: &mut Key<Free>,
+        archived: &super::archived::ArchivedBefore,
+        patch: &[crate::commands::qa::PatchLine],
+    ) -> bool {
         let flying = match self.with_sched(key, |s| s.resume(archived, Clock::now())) {
             Ok(n) => n,
             Err(e) => {
@@ -142,7 +151,9 @@ impl Crawler {
                 0
             }
         };
-        let new_seeds = self.queue_seeds(key);
+        // Nothing left by an earlier run: a patch URL seen before cannot be queued twice.
+        let idle = flying == 0 && self.with_sched(key, |s| s.left_anywhere()) == 0;
+        let new_seeds = self.queue_seeds(key) + self.queue_patch(key, patch, idle);
         if self.already_complete(key, flying, new_seeds) {
             return false;
         }

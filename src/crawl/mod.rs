@@ -22,8 +22,8 @@ mod journal;
 // the crate needs it.
 pub mod locks;
 mod page;
+mod patch;
 mod prereq;
-mod readback;
 mod render;
 mod sched;
 mod shared;
@@ -42,10 +42,19 @@ pub enum Ended {
 
 /// Runs the crawl a profile describes, to the end. Returns the whole crawl's statistics.
 pub async fn run(profile: Profile) -> anyhow::Result<Ended> {
+    run_patched(profile, Vec::new()).await
+}
+
+/// [`run`], with the URLs of a patch list (`archiver qa --missing`) queued first as embeds of
+/// the pages that wanted them: a crawl that was complete runs again for them.
+pub async fn run_patched(
+    profile: Profile,
+    patch: Vec<crate::commands::qa::PatchLine>,
+) -> anyhow::Result<Ended> {
     // The crawl runs as a task on the runtime's workers, not on the thread that called
     // `block_on`: a job that wakes the dispatcher then schedules it on its own worker, instead
     // of waking a thread of its own with a system call each time (thousands a second at scale).
-    match tokio::spawn(driver::run(profile)).await {
+    match tokio::spawn(driver::run(profile, patch)).await {
         Ok(ended) => ended,
         Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
         Err(e) => Err(anyhow::anyhow!("the crawl's task ended early: {e}")),

@@ -8,7 +8,7 @@
 //! the site's and server's pacing, the address guard, the exact-bytes fetcher, a WARC record and
 //! a crawl.log line — and its answer, read back from that record, handed to the browser when
 //! that job has logged it. A URL already fetched in this crawl, in this run or an earlier one,
-//! is answered from its record at once (see [`super::readback`]; the page itself from its own
+//! is answered from its record at once (see [`crate::browser::readback`]; the page itself from its own
 //! fetch) and never asked of its server again. What the browser refuses by itself (pop-ups,
 //! WebSockets, POST, service workers) gets a crawl.log line too. Once the network is idle the rendered DOM's links and meta
 //! robots join the page's, and the page is disposed of as any other, marked `rendered`.
@@ -26,7 +26,7 @@ use super::decide::Disposition;
 use super::engine::Crawler;
 use super::locks::{Free, Key, Root};
 use super::page::{is_html, Page};
-use super::readback::{read_back, Copy, Found, Known, Ledger, Line, Pending};
+use crate::browser::readback::{read_back, Copy, Found, Known, Ledger, Line, Pending};
 use crate::browser::{self, Browser, BrowserAnswer, BrowserRequest, BrowserSettings, RenderMode};
 use crate::extract::{Hop, Outlink};
 use crate::frontier::{seen_key, Candidate};

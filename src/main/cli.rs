@@ -71,6 +71,23 @@ Examples:
   archiver diff crawls/2026-11 crawls/2026-12 --url https://example.org/news
       the text diff of one page between its two captures";
 
+const QA_HELP: &str = "\
+Examples:
+  archiver qa crawls/example.org -o qa.html
+      replay up to 200 archived pages (spread over the sites) from the crawl's own WARCs in
+      headless Chromium; the report lists what each page asked for that the archive lacks
+  archiver qa crawls/example.org --all --json qa.json --missing missing.txt
+      every page; the JSON form; the URLs a patch crawl may fetch
+  archiver crawl --profile site.toml --patch missing.txt
+      fetch them into the same crawl, as embeds of the pages that wanted them
+  archiver qa crawls/2026-12 --compare crawls/2026-11 -o change.html
+      the same pages of two crawls side by side, most changed first
+
+Nothing leaves the machine: every request is answered from the WARCs or refused, and the
+browser runs behind a dead proxy with no name resolution.
+
+Exit codes: 0 checked, 2 not a crawl folder or nothing to replay, 1 other errors.";
+
 const ABOUT_HELP: &str = "\
 Examples:
   archiver about --profile site.toml -o about.html
@@ -162,6 +179,44 @@ pub(crate) enum Command {
         /// profile.toml is written there first.
         #[arg(short, long, value_name = "DIR")]
         output: Option<PathBuf>,
+        /// With --profile: also fetch the URLs of this list (`archiver qa --missing`), as
+        /// embeds of the pages that wanted them, even when the crawl is complete.
+        #[arg(long, value_name = "FILE", requires = "profile")]
+        patch: Option<PathBuf>,
+    },
+    /// Replay archived pages in headless Chromium from the crawl's own WARCs: what each page
+    /// asked for that the archive lacks, and why.
+    #[command(after_help = QA_HELP)]
+    Qa {
+        /// The crawl's output folder (with crawl.log and warcs/).
+        crawl: PathBuf,
+        /// Replay this many pages, spread over the sites (default 200).
+        #[arg(long, value_name = "N", conflicts_with = "all")]
+        pages: Option<usize>,
+        /// Replay every archived page.
+        #[arg(long)]
+        all: bool,
+        /// Write the HTML report here (one file, opens offline).
+        #[arg(short, long, value_name = "FILE.html")]
+        output: Option<PathBuf>,
+        /// Write the JSON form here.
+        #[arg(long, value_name = "FILE")]
+        json: Option<PathBuf>,
+        /// Compare with another crawl of the same sites (its output folder).
+        #[arg(long, value_name = "OTHER_CRAWLDIR")]
+        compare: Option<PathBuf>,
+        /// Write the missing URLs a patch crawl may fetch here (for `crawl --patch`).
+        #[arg(long, value_name = "FILE")]
+        missing: Option<PathBuf>,
+        /// The Chromium to run (default: chromium on PATH).
+        #[arg(long, value_name = "PATH")]
+        browser: Option<PathBuf>,
+        /// Pages replayed at once, each in its own tab.
+        #[arg(long, value_name = "N", default_value_t = 4)]
+        tabs: usize,
+        /// Seconds one page may take before it is cut and reported.
+        #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+        timeout: f64,
     },
     /// Write the page webmasters read ("if you see this User-Agent…"), from a profile.
     #[command(after_help = ABOUT_HELP)]

@@ -8,11 +8,10 @@
 //! binary of its own with `#[allow(dead_code)] mod common;` until it is moved in here.
 
 #[path = "../common/mod.rs"]
-mod common;
-
 mod browser_archive;
 mod browser_render;
 mod browser_tab;
+mod common;
 mod crash_resume;
 mod crawl_runs;
 mod crawl_site;
@@ -25,6 +24,7 @@ mod index_cmd;
 mod optout_cmd;
 mod optout_crawl;
 mod politeness_site;
+mod qa_cmd;
 mod quick_start;
 mod replay_diff;
 mod report_signal;

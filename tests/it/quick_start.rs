@@ -172,7 +172,7 @@ fn help_has_examples_outputs_resuming_and_exit_codes() {
             crawl.stdout
         );
     }
-    let every_command: [&[&str]; 11] = [
+    let every_command: [&[&str]; 12] = [
         &["diff"],
         &["index"],
         &["about"],
@@ -181,6 +181,7 @@ fn help_has_examples_outputs_resuming_and_exit_codes() {
         &["profile", "check"],
         &["verify"],
         &["wacz"],
+        &["qa"],
         &["optout"],
         &["optout", "apply"],
         &["optout", "aclj"],

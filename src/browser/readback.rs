@@ -24,7 +24,7 @@ use crate::frontier::seen_key;
 use crate::net::fetch::Fetched;
 
 /// Largest body handed to the browser (decoded); a longer one is cut there.
-pub(super) const MAX_BROWSER_BODY: usize = 32 << 20;
+pub(crate) const MAX_BROWSER_BODY: usize = 32 << 20;
 /// Room for the HTTP head in a record's block, beyond the body.
 const MAX_HTTP_HEAD: u64 = 1 << 20;
 /// The annotation of a revisit line: its payload is that of an earlier record.
@@ -32,15 +32,15 @@ const REVISIT: &str = "duplicate:digest";
 
 /// An answer as the browser gets it: decoded body, headers as received.
 #[derive(Debug)]
-pub(super) struct Copy {
-    pub(super) status: u16,
-    pub(super) headers: Vec<(String, String)>,
-    pub(super) body: Vec<u8>,
+pub(crate) struct Copy {
+    pub(crate) status: u16,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) body: Vec<u8>,
 }
 
 impl Copy {
     /// The page being rendered, from its own fetch (it is archived only once rendered).
-    pub(super) fn of(f: &Fetched) -> Copy {
+    pub(crate) fn of(f: &Fetched) -> Copy {
         let body = decoded(f.header("content-encoding"), &f.payload);
         Copy {
             status: f.status,
@@ -49,7 +49,7 @@ impl Copy {
         }
     }
 
-    pub(super) fn answer(&self) -> BrowserAnswer {
+    pub(crate) fn answer(&self) -> BrowserAnswer {
         BrowserAnswer::Response {
             status: self.status,
             headers: self.headers.clone(),
@@ -70,16 +70,16 @@ fn text_headers(h: &hyper::HeaderMap) -> Vec<(String, String)> {
 
 /// Where a URL's answer is: a response record (a revisit's original, found by its digest).
 #[derive(Debug, Clone)]
-pub(super) struct Found {
-    pub(super) filename: String,
-    pub(super) offset: u64,
+pub(crate) struct Found {
+    pub(crate) filename: String,
+    pub(crate) offset: u64,
     /// The record is the URL's own (its WARC-Target-URI is checked): not a revisit's original.
-    pub(super) own: bool,
+    pub(crate) own: bool,
 }
 
 /// What the crawl knows of a URL so far.
 #[derive(Debug)]
-pub(super) enum Known {
+pub(crate) enum Known {
     /// Archived: its record is there.
     At(Found),
     /// Given a final crawl.log line, but no record the browser can be answered from (dropped,
@@ -99,7 +99,7 @@ struct Spot {
 /// Where every URL this crawl archived is, and which URLs it settled, keyed by hashes (of the
 /// seen-set key, of the payload digest): about 50 bytes a URL.
 #[derive(Debug, Default)]
-pub(super) struct Ledger {
+pub(crate) struct Ledger {
     files: Vec<String>,
     file_ids: HashMap<String, u32>,
     by_url: HashMap<u64, Spot, Seeded>,
@@ -113,17 +113,17 @@ pub(super) struct Ledger {
 type Seeded = foldhash::fast::RandomState;
 
 /// One final crawl.log line, as the ledger reads it.
-pub(super) struct Line<'a> {
-    pub(super) uri: &'a str,
-    pub(super) status: i32,
-    pub(super) digest: Option<&'a str>,
-    pub(super) annotations: &'a [String],
-    pub(super) extra: Option<&'a serde_json::Value>,
+pub(crate) struct Line<'a> {
+    pub(crate) uri: &'a str,
+    pub(crate) status: i32,
+    pub(crate) digest: Option<&'a str>,
+    pub(crate) annotations: &'a [String],
+    pub(crate) extra: Option<&'a serde_json::Value>,
 }
 
 /// A final line logged while the ledger is being read from crawl.log, kept to be noted after
 /// the lines read, in the order they were logged.
-pub(super) struct Pending {
+pub(crate) struct Pending {
     key: String,
     uri: String,
     status: i32,
@@ -133,7 +133,7 @@ pub(super) struct Pending {
 }
 
 impl Pending {
-    pub(super) fn of(line: &Line<'_>, seen_key: String) -> Pending {
+    pub(crate) fn of(line: &Line<'_>, seen_key: String) -> Pending {
         Pending {
             key: seen_key,
             uri: line.uri.to_string(),
@@ -145,7 +145,7 @@ impl Pending {
     }
 
     /// Notes the line in `ledger`, as if it had been noted when logged.
-    pub(super) fn note_in(&self, ledger: &mut Ledger) {
+    pub(crate) fn note_in(&self, ledger: &mut Ledger) {
         let line = Line {
             uri: &self.uri,
             status: self.status,
@@ -161,7 +161,7 @@ impl Line<'_> {
     /// Whether the line is the URL's last word: not a try to be made again (`retry:N`), nor a
     /// request the browser refused by itself (`browser:…`: the URL was not judged, and may
     /// still be fetched when found otherwise).
-    pub(super) fn settles(&self) -> bool {
+    pub(crate) fn settles(&self) -> bool {
         !self
             .annotations
             .iter()
@@ -172,7 +172,7 @@ impl Line<'_> {
 impl Ledger {
     /// The keys of URLs found archived in WARCs recovered at start, as [`Ledger::load`] takes
     /// them: 8 bytes a URL, kept until the ledger is read.
-    pub(super) fn recovered_keys(recovered: &HashSet<String>) -> Vec<u64> {
+    pub(crate) fn recovered_keys(recovered: &HashSet<String>) -> Vec<u64> {
         recovered
             .iter()
             .filter_map(|uri| Url::parse(uri).ok())
@@ -182,14 +182,14 @@ impl Ledger {
 
     /// A ledger that knows only the URLs found archived in WARCs recovered at start (no line
     /// says where their records are: they are settled).
-    pub(super) fn settled(recovered: &[u64]) -> Ledger {
+    pub(crate) fn settled(recovered: &[u64]) -> Ledger {
         let mut ledger = Ledger::default();
         ledger.settled.extend(recovered.iter().copied());
         ledger
     }
 
     /// The ledger of crawl.log (missing: empty), plus the recovered URLs ([`Ledger::settled`]).
-    pub(super) fn load(crawl_log: &Path, recovered: &[u64]) -> std::io::Result<Ledger> {
+    pub(crate) fn load(crawl_log: &Path, recovered: &[u64]) -> std::io::Result<Ledger> {
         let mut ledger = Ledger::settled(recovered);
         crate::logs::crawllog::read_lines(crawl_log, |text| {
             // A torn line (a crash) says nothing: its URL is fetched again or waited for.
@@ -212,13 +212,13 @@ impl Ledger {
     }
 
     /// Takes a final line in; returns where the URL's answer is, if the browser can have one.
-    pub(super) fn note(&mut self, line: &Line<'_>) -> Option<Found> {
+    pub(crate) fn note(&mut self, line: &Line<'_>) -> Option<Found> {
         let url = Url::parse(line.uri).ok()?;
         self.note_keyed(line, &seen_key(&url))
     }
 
     /// [`Ledger::note`] of a line whose URL's seen-set key the caller has at hand.
-    pub(super) fn note_keyed(&mut self, line: &Line<'_>, seen_key: &str) -> Option<Found> {
+    pub(crate) fn note_keyed(&mut self, line: &Line<'_>, seen_key: &str) -> Option<Found> {
         let key = key_hash(seen_key);
         self.settled.insert(key);
         let extra = line.extra?;
@@ -247,7 +247,7 @@ impl Ledger {
     }
 
     /// What is known of the URL with this seen-set key.
-    pub(super) fn known(&self, key: &str) -> Known {
+    pub(crate) fn known(&self, key: &str) -> Known {
         let h = key_hash(key);
         match self.by_url.get(&h) {
             Some(spot) => Known::At(self.found(*spot)),
@@ -283,7 +283,7 @@ fn key_hash(key: &str) -> u64 {
 
 /// Reads the answer at `found` back from the WARCs in `warc_dir` (the file may still be open,
 /// `….open`, or closed and renamed meanwhile), for the browser's request of `url`.
-pub(super) async fn read_back(warc_dir: &Path, found: &Found, url: &Url) -> Result<Copy, String> {
+pub(crate) async fn read_back(warc_dir: &Path, found: &Found, url: &Url) -> Result<Copy, String> {
     let paths = [
         warc_dir.join(&found.filename),
         warc_dir.join(format!("{}.open", found.filename)),
