@@ -8,10 +8,11 @@
 //! binary of its own with `#[allow(dead_code)] mod common;` until it is moved in here.
 
 #[path = "../common/mod.rs"]
+mod common;
+
 mod browser_archive;
 mod browser_render;
 mod browser_tab;
-mod common;
 mod crash_resume;
 mod crawl_runs;
 mod crawl_site;
