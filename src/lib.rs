@@ -27,7 +27,7 @@
 //! | --- | --- | --- |
 //! | 4 | [`crawl`], [`commands`] | the engine; the offline tools |
 //! | 3 | [`config`] | the TOML profile → each module's own settings type (the one translator) |
-//! | 2 | [`frontier`], [`browser`], [`politeness`], [`scope`], [`net`], [`extract`], [`dedup`], [`logs`] | domain logic, each owning its settings |
+//! | 2 | [`frontier`], [`browser`], [`politeness`], [`scope`], [`net`], [`extract`], [`dedup`], [`recrawl`], [`logs`] | domain logic, each owning its settings |
 //! | 1 | [`warc`] (with its ARC reader), [`cdx`], [`spool`] | formats: records, SURT, CDXJ, bodies |
 //!
 //! Pure parts take the clock as a parameter (politeness, robots, traps, the scheduler), so they
@@ -54,6 +54,7 @@ pub mod frontier;
 pub mod logs;
 pub mod net;
 pub mod politeness;
+pub mod recrawl;
 pub mod scope;
 
 // Layer 1: formats.

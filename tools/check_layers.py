@@ -26,6 +26,7 @@ LAYERS = {
     "extract": 2,
     "browser": 2,
     "dedup": 2,
+    "recrawl": 2,
     "logs": 2,
     "warc": 1,
     "cdx": 1,

@@ -80,6 +80,10 @@ pub struct Profile {
     pub wacz: bool,
     /// `[frontier]`: embedded SQLite, or a PostgreSQL database shared by many workers.
     pub frontier: crate::frontier::FrontierSettings,
+    /// `[discovery]`: sitemaps looked for.
+    pub discovery: crate::extract::sitemap::DiscoverySettings,
+    /// `[recrawl]`: earlier crawls asked again with conditional requests.
+    pub recrawl: crate::recrawl::RecrawlSettings,
 }
 
 impl Profile {

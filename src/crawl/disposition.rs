@@ -66,10 +66,16 @@ impl Crawler {
         }
         let result = root.with(|key| self.archive.write(key, ToArchive::take(f)));
         // Where the record is, as Heritrix's crawl.log says it: a line leads to its bytes.
-        let extra = result.as_ref().ok().map(|r| {
+        let mut extra = result.as_ref().ok().map(|r| {
             let w = r.written();
             serde_json::json!({ "warcFilename": w.filename, "warcFileOffset": w.offset })
         });
+        // What a sitemap said of this URL's last change.
+        if let (Some(serde_json::Value::Object(m)), Some(lastmod)) =
+            (extra.as_mut(), self.sitemaps.lastmod_of(&c.url))
+        {
+            m.insert("lastmod".to_string(), lastmod.into());
+        }
         root.with(|key| {
             match result {
                 Ok(Record::Full(_)) => self.with_sched(key, |s| {

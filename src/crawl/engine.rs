@@ -65,6 +65,8 @@ pub(super) struct Crawler {
     pub(super) interrupted: AtomicBool,
     /// Pages empty without JavaScript, rendered in headless Chromium (see `super::render`).
     pub(super) rendering: super::render::Rendering,
+    /// Sitemaps looked for, and the `lastmod` of the URLs they list (see `super::sitemaps`).
+    pub(super) sitemaps: super::sitemaps::Sitemaps,
 }
 
 impl Crawler {
@@ -142,6 +144,7 @@ impl Crawler {
             stopping: AtomicBool::new(false),
             interrupted: AtomicBool::new(false),
             rendering,
+            sitemaps: super::sitemaps::Sitemaps::new(&profile.discovery),
             profile,
         };
         Ok((crawler, archived))

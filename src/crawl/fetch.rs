@@ -105,7 +105,12 @@ impl Crawler {
         let hop = crate::scope::rules::mime_hop(&candidate.path);
         // Seeds have no via; a discovered URL names the page it was found on.
         let referer = candidate.via.as_ref().filter(|_| self.profile.send_referer);
-        let plan = |status: u16, headers: &hyper::HeaderMap| self.body_plan(hop, status, headers);
+        // A sitemap is read whatever its type: its locations are what it is fetched for.
+        let sitemap = super::sitemaps::is_sitemap(&candidate);
+        let plan = |status: u16, headers: &hyper::HeaderMap| match sitemap {
+            true => BodyPlan::Read { keep: true },
+            false => self.body_plan(hop, status, headers),
+        };
         let fetched = self.fetch_on(root, origin, &candidate, referer, plan).await;
         let mut f = match fetched {
             Ok(f) => f,
@@ -115,8 +120,13 @@ impl Crawler {
                 })
             }
         };
-        let (pace, page, disposition) =
+        let (pace, page, mut disposition) =
             root.with(|key| self.read_answer(key, origin, &candidate, &f));
+        if let (true, Disposition::Archive { notes }) = (sitemap, &mut disposition) {
+            // Queued before the record is written, as a page's links are (see `follow`).
+            let note = root.with(|key| self.follow_sitemap(key, &candidate, &f));
+            notes.extend(note);
+        }
         let disposition = match disposition {
             Disposition::Archive { notes } if self.rendering.wants(&candidate, &f) => {
                 // Rendered by a task of its own: this job gives its budget back now, so the
@@ -355,6 +365,17 @@ impl Crawler {
     /// the queueing hold the state lock briefly; judging (scope, opt-out, traps) and logging
     /// what is dropped happen without it, so other sites' jobs are never held up by one page.
     pub(super) fn queue_links(&self, key: &mut Key<Free>, parent: &Candidate, links: Vec<Outlink>) {
+        self.queue_links_as(key, parent, links, None);
+    }
+
+    /// [`Self::queue_links`], each link's path letter `letter` when given (else its hop's).
+    pub(super) fn queue_links_as(
+        &self,
+        key: &mut Key<Free>,
+        parent: &Candidate,
+        links: Vec<Outlink>,
+        letter: Option<char>,
+    ) {
         let mut links = links.into_iter().peekable();
         while links.peek().is_some() {
             let batch: Vec<Outlink> = links.by_ref().take(LINK_BATCH).collect();
@@ -375,7 +396,7 @@ impl Crawler {
             };
             let accepted: Vec<Candidate> = fresh
                 .into_iter()
-                .filter_map(|link| self.judge(key, parent, link))
+                .filter_map(|link| self.judge(key, parent, link, letter))
                 .collect();
             if accepted.is_empty() {
                 continue;
@@ -390,12 +411,13 @@ impl Crawler {
     }
 
     /// Decides one new outlink (see [`candidates::judge`]): the candidate to queue, or None,
-    /// logged with the reason.
+    /// logged with the reason. `letter` replaces the hop's letter on the discovery path.
     pub(super) fn judge(
         &self,
         key: &mut Key<Free>,
         parent: &Candidate,
         link: Outlink,
+        letter: Option<char>,
     ) -> Option<Candidate> {
         let rules = candidates::Rules {
             scope: &self.scope,
@@ -403,8 +425,15 @@ impl Crawler {
             optout: &self.profile.optout,
             url_traps: self.url_traps.as_ref(),
         };
-        match candidates::judge(&rules, parent, link) {
+        let letter = letter.unwrap_or(link.hop.letter());
+        let robots_named_sitemap = letter == super::sitemaps::SITEMAP && parent.path == "P";
+        match candidates::judge_as(&rules, parent, link, letter) {
             candidates::Verdict::Queue(candidate) => Some(candidate),
+            // robots.txt may name a sitemap on another host (sitemaps.org, "Sitemaps &
+            // Cross Submits"): that one is fetched; what it lists is judged as usual.
+            candidates::Verdict::Drop(d) if robots_named_sitemap && d.why == "scope:off-site" => {
+                Some(d.candidate)
+            }
             candidates::Verdict::Drop(dropped) => {
                 self.log_drop(key, dropped);
                 None

@@ -23,6 +23,7 @@
 //! | `render` | pages empty without JavaScript: rendered, each browser request taken through the road | `RenderJob` |
 //! | `readback` | the browser's answers read back from the crawl's own WARC records | `Copy` |
 //! | `candidates` | which outlinks are queued (the decide rules) | `Verdict` |
+//! | `sitemaps` | robots.txt's sitemaps and `/sitemap.xml` queued; a fetched sitemap's locations queued | — |
 //! | `journal` | crawl.log, statistics, refusals.log: the one place drops are logged | — |
 //! | `commits` | when the frontier's changes are committed: one commit per group of jobs | — |
 //! | `shared` | the scheduler's side of a shared (PostgreSQL) frontier: leases, polls | — |
@@ -49,6 +50,7 @@ mod readback;
 mod render;
 mod sched;
 mod shared;
+mod sitemaps;
 mod writer;
 
 use crate::config::Profile;

@@ -127,6 +127,9 @@ impl Crawler {
                 }
             }
         }
+        if let Some((status, body)) = &answer {
+            root.with(|key| self.queue_sitemaps(key, &owner, *status, body));
+        }
         root.with(|key| {
             self.with_sched(key, |s| {
                 if let (Some((status, body)), Some((_, Verdict::Rules))) = (answer, &outcome) {

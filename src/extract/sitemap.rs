@@ -18,6 +18,20 @@ pub const MAX_URLS: usize = 50_000;
 /// Most bytes one sitemap file may hold, uncompressed (sitemaps.org: 50 MiB).
 pub const MAX_BYTES: usize = 50 << 20;
 
+/// The `[discovery]` table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiscoverySettings {
+    /// Look for sitemaps: the `Sitemap:` lines of robots.txt and `/sitemap.xml` of each site
+    /// in scope.
+    pub sitemaps: bool,
+}
+
+impl Default for DiscoverySettings {
+    fn default() -> Self {
+        DiscoverySettings { sitemaps: true }
+    }
+}
+
 /// What kind of file it was.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {

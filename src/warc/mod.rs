@@ -29,6 +29,7 @@ pub(crate) mod head;
 pub(crate) mod io;
 pub(crate) mod member;
 mod naming;
+mod notmodified;
 pub(crate) mod read;
 mod record;
 mod recover;
@@ -43,6 +44,7 @@ use chrono::{DateTime, Utc};
 use crate::spool::Spool;
 
 pub use io::save_atomically;
+pub use notmodified::NotModified;
 pub(crate) use io::sync_dir;
 pub use record::http_head;
 pub use recover::{recover_open_files, Recovered};
@@ -97,6 +99,15 @@ impl WarcVersion {
         match self {
             WarcVersion::V1_0 => "http://netpreserve.org/warc/1.0/revisit/identical-payload-digest",
             WarcVersion::V1_1 => "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest",
+        }
+    }
+
+    /// WARC-Profile of a revisit for a `304 Not Modified` answer to a conditional request
+    /// (WARC 1.1 §6.7.3).
+    pub fn not_modified_profile(self) -> &'static str {
+        match self {
+            WarcVersion::V1_0 => "http://netpreserve.org/warc/1.0/revisit/server-not-modified",
+            WarcVersion::V1_1 => "http://netpreserve.org/warc/1.1/revisit/server-not-modified",
         }
     }
 
