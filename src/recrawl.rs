@@ -342,14 +342,23 @@ mod tests {
     fn only_200_captures_are_earlier_ones() {
         let ok = r#"com,example)/ 20261101000000 {"url": "http://example.com/", "mime": "text/html", "status": "200", "digest": "sha1:X", "length": "10", "offset": "42", "filename": "A.warc.gz"}"#;
         let (line, mime) = capture_line(ok).unwrap();
-        assert_eq!((line.url.as_str(), line.offset), ("http://example.com/", 42));
+        assert_eq!(
+            (line.url.as_str(), line.offset),
+            ("http://example.com/", 42)
+        );
         assert_eq!(mime.as_deref(), Some("text/html"));
         assert!(capture_line(&ok.replace("\"200\"", "\"404\"")).is_none());
         assert!(capture_line(&ok.replace("text/html", "warc/revisit")).is_none());
         assert!(capture_line("junk").is_none());
         assert!(worth_queueing("http://example.com/a", Some("text/html")));
-        assert!(!worth_queueing("http://example.com/s.xml", Some("application/xml")));
-        assert!(!worth_queueing("http://example.com/robots.txt", Some("text/plain")));
+        assert!(!worth_queueing(
+            "http://example.com/s.xml",
+            Some("application/xml")
+        ));
+        assert!(!worth_queueing(
+            "http://example.com/robots.txt",
+            Some("text/plain")
+        ));
     }
 
     #[test]
@@ -367,7 +376,10 @@ mod tests {
             e.conditions(),
             [
                 ("If-None-Match", "\"v1\"".to_string()),
-                ("If-Modified-Since", "Sun, 01 Nov 2026 00:00:00 GMT".to_string())
+                (
+                    "If-Modified-Since",
+                    "Sun, 01 Nov 2026 00:00:00 GMT".to_string()
+                )
             ]
         );
     }

@@ -142,7 +142,7 @@ impl Crawler {
                 0
             }
         };
-        let new_seeds = self.queue_seeds(key);
+        let new_seeds = self.queue_seeds(key) + self.queue_earlier(key);
         if self.already_complete(key, flying, new_seeds) {
             return false;
         }

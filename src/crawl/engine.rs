@@ -67,6 +67,8 @@ pub(super) struct Crawler {
     pub(super) rendering: super::render::Rendering,
     /// Sitemaps looked for, and the `lastmod` of the URLs they list (see `super::sitemaps`).
     pub(super) sitemaps: super::sitemaps::Sitemaps,
+    /// What `[recrawl] previous` archived with validators (empty without it).
+    pub(super) earlier: crate::recrawl::EarlierCaptures,
 }
 
 impl Crawler {
@@ -123,6 +125,7 @@ impl Crawler {
         let archive = Archive::new(warc, digests, profile.dedup.max_digests, shared_digests);
         let archive = ArchiveDesk::new(archive);
         let archived = ArchivedBefore::new(archived, &index_dir, last_start);
+        let earlier = super::recrawl::load_earlier(&profile, &runlog)?;
         let crawler = Crawler {
             scope: Scope::new(profile.scope.clone(), &profile.seeds),
             rules: ScopeRules::new(&profile.rules, &profile.scope.include),
@@ -145,6 +148,7 @@ impl Crawler {
             interrupted: AtomicBool::new(false),
             rendering,
             sitemaps: super::sitemaps::Sitemaps::new(&profile.discovery),
+            earlier,
             profile,
         };
         Ok((crawler, archived))

@@ -52,6 +52,7 @@ impl Crawler {
         origin: &str,
         candidate: &Candidate,
         referer: Option<&Url>,
+        conditions: &[(&'static str, String)],
         plan: impl Fn(u16, &hyper::HeaderMap) -> BodyPlan,
     ) -> Result<Fetched, FetchError> {
         let url = &candidate.url;
@@ -76,7 +77,8 @@ impl Crawler {
             .map_err(FetchError::Refused)?;
         // Connecting, sending, waiting for the answer: the job waits for a server, which does
         // not count against the dispatcher's limit of jobs held up inside the crawler.
-        remote(self.fetcher.get(url, addr, referer, plan)).await
+        let get = self.fetcher.get_if(url, addr, referer, conditions, plan);
+        remote(get).await
     }
 
     /// What to do with a URL's body once its headers are in: a successful answer of a type
@@ -111,7 +113,14 @@ impl Crawler {
             true => BodyPlan::Read { keep: true },
             false => self.body_plan(hop, status, headers),
         };
-        let fetched = self.fetch_on(root, origin, &candidate, referer, plan).await;
+        // An earlier crawl's validators make the request conditional; never a sitemap's (its
+        // body is what it is fetched for).
+        let earlier = self.earlier.get(&candidate.url).filter(|_| !sitemap);
+        let conditions = earlier.map(crate::recrawl::Earlier::conditions);
+        let conditions = conditions.unwrap_or_default();
+        let fetched = self
+            .fetch_on(root, origin, &candidate, referer, &conditions, plan)
+            .await;
         let mut f = match fetched {
             Ok(f) => f,
             Err(e) => {

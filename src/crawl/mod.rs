@@ -23,6 +23,7 @@
 //! | `render` | pages empty without JavaScript: rendered, each browser request taken through the road | `RenderJob` |
 //! | `readback` | the browser's answers read back from the crawl's own WARC records | `Copy` |
 //! | `candidates` | which outlinks are queued (the decide rules) | `Verdict` |
+//! | `recrawl` | earlier crawls' captures loaded; their URLs queued again | — |
 //! | `sitemaps` | robots.txt's sitemaps and `/sitemap.xml` queued; a fetched sitemap's locations queued | — |
 //! | `journal` | crawl.log, statistics, refusals.log: the one place drops are logged | — |
 //! | `commits` | when the frontier's changes are committed: one commit per group of jobs | — |
@@ -47,6 +48,7 @@ pub mod locks;
 mod page;
 mod prereq;
 mod readback;
+mod recrawl;
 mod render;
 mod sched;
 mod shared;

@@ -83,7 +83,13 @@ impl Crawler {
     /// robots.txt of `owner` answered `status` with `body`: the sitemaps it names and the
     /// site's `/sitemap.xml` are queued, for a site in scope, unless `[discovery] sitemaps`
     /// is off.
-    pub(super) fn queue_sitemaps(&self, key: &mut Key<Free>, owner: &str, status: u16, body: &[u8]) {
+    pub(super) fn queue_sitemaps(
+        &self,
+        key: &mut Key<Free>,
+        owner: &str,
+        status: u16,
+        body: &[u8],
+    ) {
         if !self.sitemaps.enabled {
             return;
         }
@@ -94,8 +100,7 @@ impl Crawler {
             .rules
             .decide(&self.scope, &root, 1, Hop::Link, &root)
             .is_ok();
-        let Some(robots) = crate::politeness::robots::robots_url(&root).filter(|_| in_scope)
-        else {
+        let Some(robots) = crate::politeness::robots::robots_url(&root).filter(|_| in_scope) else {
             return;
         };
         let mut found = Vec::new();
@@ -136,8 +141,11 @@ impl Crawler {
         if !(200..300).contains(&f.status) {
             return None;
         }
-        let decoded =
-            crate::extract::decode_slice(f.header("content-encoding"), &f.payload, sitemap::MAX_BYTES);
+        let decoded = crate::extract::decode_slice(
+            f.header("content-encoding"),
+            &f.payload,
+            sitemap::MAX_BYTES,
+        );
         let map = sitemap::parse(&decoded.bytes);
         let (letter, note) = match map.kind {
             Kind::Index if is_nested(c) => (None, Some("sitemap:index-too-deep")),
@@ -190,7 +198,10 @@ impl Crawler {
     /// sitemaps.org: a sitemap lists URLs of its own host; one that robots.txt names may also
     /// list the robots.txt's host ("cross submits").
     fn may_list(&self, c: &Candidate, url: &Url) -> bool {
-        let same = |other: &Url| other.host_str() == url.host_str() && other.port_or_known_default() == url.port_or_known_default();
+        let same = |other: &Url| {
+            other.host_str() == url.host_str()
+                && other.port_or_known_default() == url.port_or_known_default()
+        };
         same(&c.url) || (named_by_robots(c) && c.via.as_ref().is_some_and(same))
     }
 

@@ -337,7 +337,8 @@ fn parse_xml(bytes: &[u8]) -> Sitemap {
             Ok(Event::Eof) => {
                 if let Some(open) = walk.stack.last() {
                     let open = String::from_utf8_lossy(open).into_owned();
-                    walk.sitemap.problem(format!("the file ends inside <{open}>"));
+                    walk.sitemap
+                        .problem(format!("the file ends inside <{open}>"));
                 }
                 break;
             }

@@ -87,7 +87,10 @@ fn rss_and_atom_feeds() {
 </channel></rss>"#;
     let s = parse(rss.as_bytes());
     assert_eq!(s.kind, Kind::Feed);
-    assert_eq!(locs(&s), ["https://example.com/p/1", "https://example.com/p/2"]);
+    assert_eq!(
+        locs(&s),
+        ["https://example.com/p/1", "https://example.com/p/2"]
+    );
     assert_eq!(
         s.entries[0].lastmod.as_deref(),
         Some("Mon, 02 Nov 2026 10:00:00 GMT")
@@ -105,14 +108,18 @@ fn rss_and_atom_feeds() {
         locs(&s),
         ["https://example.com/a", "https://example.com/b?x=1&y=2"]
     );
-    assert_eq!(s.entries[0].lastmod.as_deref(), Some("2026-11-02T10:00:00Z"));
+    assert_eq!(
+        s.entries[0].lastmod.as_deref(),
+        Some("2026-11-02T10:00:00Z")
+    );
 }
 
 /// A billion laughs: the DTD is never read, its entities never expanded; the file is not a
 /// sitemap and says so, at once.
 #[test]
 fn an_xml_bomb_costs_nothing() {
-    let mut dtd = String::from("<?xml version=\"1.0\"?>\n<!DOCTYPE lolz [\n<!ENTITY lol \"lol\">\n");
+    let mut dtd =
+        String::from("<?xml version=\"1.0\"?>\n<!DOCTYPE lolz [\n<!ENTITY lol \"lol\">\n");
     for i in 1..10 {
         let prev = if i == 1 {
             "lol".to_string()

@@ -44,8 +44,8 @@ use chrono::{DateTime, Utc};
 use crate::spool::Spool;
 
 pub use io::save_atomically;
-pub use notmodified::NotModified;
 pub(crate) use io::sync_dir;
+pub use notmodified::NotModified;
 pub use record::http_head;
 pub use recover::{recover_open_files, Recovered};
 pub use writer::WarcWriter;

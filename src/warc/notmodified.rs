@@ -76,7 +76,11 @@ pub(super) fn answer_fields(answer: &[u8]) -> Vec<u8> {
         .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
         .filter(|l| !l.is_empty());
     for (n, line) in lines.enumerate() {
-        let name: &[u8] = if n == 0 { b"http-status-line" } else { b"http-header" };
+        let name: &[u8] = if n == 0 {
+            b"http-status-line"
+        } else {
+            b"http-header"
+        };
         out.extend_from_slice(name);
         out.extend_from_slice(b": ");
         out.extend_from_slice(line);

@@ -100,7 +100,13 @@ pub(super) fn write_revisit_pair(
     revisit_id: &str,
     rv: &Revisit<'_>,
 ) -> Result<(u64, u64), WarcError> {
-    write_revisit_as(cur, version, (date, revisit_id), rv, version.revisit_profile())
+    write_revisit_as(
+        cur,
+        version,
+        (date, revisit_id),
+        rv,
+        version.revisit_profile(),
+    )
 }
 
 /// [`write_revisit_pair`] with the given WARC-Profile.

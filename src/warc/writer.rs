@@ -161,7 +161,12 @@ impl WarcWriter {
         self.settings.version
     }
 
-    pub(super) fn append<F>(&mut self, capture: &Capture<'_>, id: &str, write: F) -> Result<Written, WarcError>
+    pub(super) fn append<F>(
+        &mut self,
+        capture: &Capture<'_>,
+        id: &str,
+        write: F,
+    ) -> Result<Written, WarcError>
     where
         F: FnOnce(&mut OpenWarc, WarcVersion) -> Result<(u64, u64), WarcError>,
     {
