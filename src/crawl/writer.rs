@@ -232,7 +232,12 @@ impl Archive {
     /// its request.
     fn write(&mut self, ex: &mut ToArchive) -> Result<Record, WarcError> {
         if let Some(earlier) = ex.not_modified.take().filter(|_| ex.status == 304) {
-            return self.write_not_modified(ex, &earlier);
+            match self.write_not_modified(ex, &earlier) {
+                // An earlier capture whose fields cannot be named (a date not in UTC, say):
+                // the 304 is archived as it came rather than the crawl stopped.
+                Err(WarcError::BadHeaderValue { .. }) => {}
+                other => return other,
+            }
         }
         let dedupable = ex.status == 200 && ex.truncated.is_none();
         let original = if dedupable {

@@ -18,7 +18,7 @@
 //! is in the metadata record, which cdxj-indexer (and so this crawler's CDXJ) leaves out of
 //! the index because it is `application/warc-fields`, so replay never lands on it.
 
-use super::check::{check_revisit, check_uri};
+use super::check::check_revisit_fields;
 use super::record::{new_head, record_id, write_record, write_revisit_as, Capture};
 use super::writer::{OpenWarc, WarcWriter};
 use super::{Revisit, WarcError, WarcVersion, Written};
@@ -38,8 +38,7 @@ impl WarcWriter {
     /// Writes the three records of a 304; returns where the revisit went (its CDXJ line is
     /// the one replay finds).
     pub fn write_not_modified(&mut self, nm: NotModified<'_>) -> Result<Written, WarcError> {
-        check_revisit(&nm.revisit)?;
-        check_uri(nm.revisit.target_uri)?;
+        check_revisit_fields(&nm.revisit)?;
         let version = self.version();
         let date = version.format_date(nm.revisit.date);
         let id = record_id();
