@@ -188,3 +188,5 @@ pub fn is_loopback_host(url: &Url) -> bool {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_recrawl;
