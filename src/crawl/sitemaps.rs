@@ -79,6 +79,16 @@ fn named_by_robots(c: &Candidate) -> bool {
     c.path == "PS"
 }
 
+/// sitemaps.org: a sitemap lists URLs of its own host (and port); one that robots.txt names
+/// may also list the robots.txt's host ("Sitemaps & Cross Submits").
+fn may_list(c: &Candidate, url: &Url) -> bool {
+    let same = |other: &Url| {
+        other.host_str() == url.host_str()
+            && other.port_or_known_default() == url.port_or_known_default()
+    };
+    same(&c.url) || (named_by_robots(c) && c.via.as_ref().is_some_and(same))
+}
+
 impl Crawler {
     /// robots.txt of `owner` answered `status` with `body`: the sitemaps it names and the
     /// site's `/sitemap.xml` are queued, for a site in scope, unless `[discovery] sitemaps`
@@ -176,7 +186,7 @@ impl Crawler {
                 self.log_listed(key, c, url, SITEMAP, "sitemap:index-too-deep");
                 continue;
             };
-            if !self.may_list(c, &url) {
+            if !may_list(c, &url) {
                 self.log_listed(key, c, url, letter, "sitemap:cross-host");
                 continue;
             }
@@ -195,16 +205,6 @@ impl Crawler {
         note.map(str::to_string)
     }
 
-    /// sitemaps.org: a sitemap lists URLs of its own host; one that robots.txt names may also
-    /// list the robots.txt's host ("cross submits").
-    fn may_list(&self, c: &Candidate, url: &Url) -> bool {
-        let same = |other: &Url| {
-            other.host_str() == url.host_str()
-                && other.port_or_known_default() == url.port_or_known_default()
-        };
-        same(&c.url) || (named_by_robots(c) && c.via.as_ref().is_some_and(same))
-    }
-
     /// A listed URL not followed, with why.
     fn log_listed(&self, key: &mut Key<Free>, c: &Candidate, url: Url, letter: char, why: &str) {
         let listed = Candidate {
@@ -214,5 +214,42 @@ impl Crawler {
             attempts: 0,
         };
         self.log_unfetched(key, &listed, status::OUT_OF_SCOPE, why);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sitemap(url: &str, path: &str, via: &str) -> Candidate {
+        Candidate {
+            url: Url::parse(url).unwrap(),
+            path: path.to_string(),
+            via: Url::parse(via).ok(),
+            attempts: 0,
+        }
+    }
+
+    #[test]
+    fn a_sitemap_lists_its_own_host_and_robots_may_cross_submit() {
+        let u = |s: &str| Url::parse(s).unwrap();
+        let own = sitemap("http://a.test/s.xml", "PS", "http://a.test/robots.txt");
+        assert!(may_list(&own, &u("http://a.test/page")));
+        assert!(!may_list(&own, &u("http://b.test/page")));
+        assert!(!may_list(&own, &u("http://a.test:8080/page")));
+        // Named by a.test's robots.txt but kept on a CDN: a.test's URLs are allowed.
+        let cdn = sitemap("http://cdn.test/a.xml", "PS", "http://a.test/robots.txt");
+        assert!(may_list(&cdn, &u("http://a.test/page")));
+        assert!(may_list(&cdn, &u("http://cdn.test/x")));
+        assert!(!may_list(&cdn, &u("http://b.test/page")));
+        // Listed by an index: its own host only.
+        let nested = sitemap("http://cdn.test/b.xml", "PSS", "http://a.test/index.xml");
+        assert!(!may_list(&nested, &u("http://a.test/page")));
+        assert!(is_sitemap(&nested) && is_nested(&nested) && !is_nested(&cdn));
+        assert!(!is_sitemap(&sitemap(
+            "http://a.test/p",
+            "PSM",
+            "http://a.test/s.xml"
+        )));
     }
 }
