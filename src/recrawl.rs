@@ -57,9 +57,36 @@ pub struct Earlier {
     pub payload_len: u64,
     pub etag: Option<String>,
     pub last_modified: Option<String>,
+    /// The WARC file and offset of the earlier response record.
+    pub record: (PathBuf, u64),
 }
 
 impl Earlier {
+    /// The earlier response's entity body (transfer coding removed, content coding kept) and
+    /// its `Content-Encoding`, at most `max` bytes of the record's block: what a 304 for a
+    /// sitemap stands for, read again to find its locations.
+    pub fn payload(&self, max: u64) -> Option<(Vec<u8>, Option<String>)> {
+        let (path, offset) = &self.record;
+        let (_, block) = crate::warc::read::read_record_at(path, *offset, max).ok()?;
+        let head = crate::warc::http_head(&block)?;
+        let fields = header_fields(head);
+        let value = |name: &str| {
+            fields
+                .iter()
+                .find(|(n, _)| n.eq_ignore_ascii_case(name))
+                .map(|(_, v)| v.clone())
+        };
+        let body = &block[head.len()..];
+        let chunked =
+            value("transfer-encoding").is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
+        let body = if chunked {
+            crate::warc::chunked::dechunk(body).0
+        } else {
+            body.to_vec()
+        };
+        Some((body, value("content-encoding")))
+    }
+
     /// The conditional headers a request for this URL carries: `If-None-Match` with the ETag,
     /// `If-Modified-Since` with the Last-Modified (RFC 9110 §13.1: a server that knows ETags
     /// uses the first and ignores the second).
@@ -223,6 +250,10 @@ impl EarlierCaptures {
             }
         }
         let mut by_url = HashMap::with_capacity(lines.len());
+        // Read in file and offset order: each file from its start to its end, not a seek
+        // across the earlier crawl for every URL.
+        let mut lines: Vec<(String, Line)> = lines.into_iter().collect();
+        lines.sort_by(|a, b| (&a.1.filename, a.1.offset).cmp(&(&b.1.filename, b.1.offset)));
         for (url, line) in lines {
             stats.captures += 1;
             let dirs = dirs_of.get(&line.filename).map_or(&[][..], Vec::as_slice);
@@ -282,27 +313,18 @@ fn read_earlier(dirs: &[PathBuf], line: &Line) -> Option<Earlier> {
     }
     let http = crate::warc::http_head(&block)?;
     let text = String::from_utf8_lossy(http);
-    let mut lines = text.lines();
-    let status = lines.next()?.split_whitespace().nth(1)?;
+    let status = text.lines().next()?.split_whitespace().nth(1)?;
     if status != "200" {
         return None;
     }
-    let mut etag = None;
-    let mut last_modified = None;
-    for l in lines {
-        let Some((name, value)) = l.split_once(':') else {
-            continue;
-        };
-        let value = value.trim();
-        if value.is_empty() || value.contains(['\r', '\n']) {
-            continue;
-        }
-        if name.trim().eq_ignore_ascii_case("etag") {
-            etag.get_or_insert_with(|| value.to_string());
-        } else if name.trim().eq_ignore_ascii_case("last-modified") {
-            last_modified.get_or_insert_with(|| value.to_string());
-        }
-    }
+    let fields = header_fields(http);
+    let first = |name: &str| {
+        fields
+            .iter()
+            .find(|(n, v)| n.eq_ignore_ascii_case(name) && !v.is_empty())
+            .map(|(_, v)| v.clone())
+    };
+    let (etag, last_modified) = (first("etag"), first("last-modified"));
     let length = head.content_length()?.ok()?;
     Some(Earlier {
         url: head.target_uri()?,
@@ -312,7 +334,20 @@ fn read_earlier(dirs: &[PathBuf], line: &Line) -> Option<Earlier> {
         payload_len: length.saturating_sub(http.len() as u64),
         etag,
         last_modified,
+        record: (path, line.offset),
     })
+}
+
+/// The header lines of an HTTP head (its status line left out), as (name, trimmed value).
+fn header_fields(head: &[u8]) -> Vec<(String, String)> {
+    String::from_utf8_lossy(head)
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            Some((name.trim().to_string(), value.trim().to_string()))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -361,6 +396,110 @@ mod tests {
         ));
     }
 
+    /// A crawl folder written by the library's own WARC writer: a chunked, gzipped sitemap
+    /// with an ETag, a page with only a Last-Modified, a page with neither, and a 404.
+    #[test]
+    fn earlier_captures_are_read_from_their_warcs() {
+        use crate::warc::{Exchange, WarcSettings, WarcVersion, WarcWriter};
+        use std::io::Write as _;
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("crawl");
+        let settings = WarcSettings {
+            warc_dir: out.join("warcs"),
+            index_dir: out.join("indexes"),
+            prefix: "T".into(),
+            max_bytes: 1 << 30,
+            version: WarcVersion::V1_1,
+            info: Vec::new(),
+        };
+        let mut w = WarcWriter::new(settings).unwrap();
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(b"<urlset><url><loc>http://a.test/x</loc></url></urlset>")
+            .unwrap();
+        let gz = gz.finish().unwrap();
+        let mut chunked = format!("{:x}\r\n", gz.len()).into_bytes();
+        chunked.extend_from_slice(&gz);
+        chunked.extend_from_slice(b"\r\n0\r\n\r\n");
+        let head = |status: &str, extra: &str, body: &[u8]| {
+            let mut r = format!("HTTP/1.1 {status}\r\n{extra}\r\n").into_bytes();
+            r.extend_from_slice(body);
+            r
+        };
+        let cases: [(&str, Vec<u8>, &[u8]); 4] = [
+            (
+                "http://a.test/s.xml",
+                head(
+                    "200 OK",
+                    "Content-Encoding: gzip\r\nTransfer-Encoding: chunked\r\nETag: \"v1\"\r\n",
+                    &chunked,
+                ),
+                &gz,
+            ),
+            (
+                "http://a.test/lm",
+                head(
+                    "200 OK",
+                    "Last-Modified: Sun, 01 Nov 2026 00:00:00 GMT\r\nContent-Length: 2\r\n",
+                    b"hi",
+                ),
+                b"hi",
+            ),
+            (
+                "http://a.test/plain",
+                head("200 OK", "Content-Length: 2\r\n", b"ho"),
+                b"ho",
+            ),
+            (
+                "http://a.test/gone",
+                head("404 Not Found", "Content-Length: 0\r\n", b""),
+                b"",
+            ),
+        ];
+        for (uri, response, payload) in &cases {
+            let mut spool = crate::spool::Spool::default();
+            spool.append(response).unwrap();
+            w.write_exchange(Exchange {
+                target_uri: uri,
+                date: chrono::Utc::now(),
+                ip: None,
+                request: b"GET / HTTP/1.1\r\n\r\n",
+                response: &mut spool,
+                payload_digest: Some(crate::spool::sha1_of(payload)),
+                truncated: None,
+            })
+            .unwrap();
+        }
+        w.close().unwrap();
+        let settings = RecrawlSettings {
+            previous: vec![out.join("indexes")],
+            revisit_unlinked: true,
+        };
+        let earlier = EarlierCaptures::load(&settings).unwrap();
+        assert_eq!(earlier.stats.captures, 3, "{:?}", earlier.stats);
+        assert_eq!(earlier.stats.with_validator, 2, "{:?}", earlier.stats);
+        let url = |s: &str| Url::parse(s).unwrap();
+        let sitemap = earlier.get(&url("http://a.test/s.xml")).unwrap();
+        assert_eq!(sitemap.etag.as_deref(), Some("\"v1\""));
+        assert_eq!(sitemap.last_modified, None);
+        assert_eq!(sitemap.payload_digest, crate::spool::sha1_of(&gz));
+        assert_eq!(
+            sitemap.payload(1 << 20),
+            Some((gz.clone(), Some("gzip".to_string())))
+        );
+        let lm = earlier.get(&url("http://a.test/lm")).unwrap();
+        assert_eq!(lm.conditions().len(), 1);
+        assert_eq!(lm.payload_len, 2);
+        assert!(earlier
+            .get(&url("http://a.test/plain"))
+            .unwrap()
+            .conditions()
+            .is_empty());
+        assert!(earlier.get(&url("http://a.test/gone")).is_none());
+        // Queued again: the pages, not the sitemap (no mime: octet-less) nor the 404.
+        assert!(earlier.urls().contains(&"http://a.test/lm".to_string()));
+        assert!(!earlier.urls().contains(&"http://a.test/gone".to_string()));
+    }
+
     #[test]
     fn conditions_carry_both_validators() {
         let e = Earlier {
@@ -371,6 +510,7 @@ mod tests {
             payload_len: 3,
             etag: Some("\"v1\"".into()),
             last_modified: Some("Sun, 01 Nov 2026 00:00:00 GMT".into()),
+            record: (PathBuf::from("A.warc.gz"), 0),
         };
         assert_eq!(
             e.conditions(),

@@ -224,6 +224,7 @@ fn sitemap_pages_are_archived_and_a_recrawl_revisits_what_did_not_change() {
     // The first crawl.
     let first = Loopback {
         dir: "out1",
+        sitemaps: true,
         ..Loopback::new("sitemaps-1", seeds.clone())
     };
     let p1 = first.write(dir.path(), "first.toml");
@@ -291,6 +292,7 @@ fn sitemap_pages_are_archived_and_a_recrawl_revisits_what_did_not_change() {
     let recrawl = "\n[recrawl]\nprevious = [\"out1\"]\n";
     let second = Loopback {
         dir: "out2",
+        sitemaps: true,
         output: recrawl,
         ..Loopback::new("sitemaps-2", seeds)
     };
@@ -317,6 +319,25 @@ fn sitemap_pages_are_archived_and_a_recrawl_revisits_what_did_not_change() {
         );
     }
     assert_eq!(status_of.get("/"), Some(&304));
+    // Sitemaps are asked conditionally too; a 304's sitemap is read from the first crawl.
+    for path in ["/sitemap-index.xml", "/sitemaps/pages.xml.gz"] {
+        assert_eq!(status_of.get(path), Some(&304), "{path}: {answers_2:?}");
+    }
+    let log2 = crawl_log(&out2);
+    let pages_xml = log2
+        .iter()
+        .find(|l| l.uri.ends_with("/sitemaps/pages.xml.gz"))
+        .expect("the gzipped sitemap asked again");
+    assert_eq!(
+        pages_xml.hops, "PSS",
+        "found again through the index: {}",
+        pages_xml.raw
+    );
+    assert!(
+        !pages_xml.has_annotation("sitemap:no-earlier-copy"),
+        "{}",
+        pages_xml.raw
+    );
 
     // Each 304 is a server-not-modified revisit of the first crawl's capture.
     let records: Vec<_> = files_ending(&out2.join("warcs"), ".warc.gz")
@@ -371,12 +392,22 @@ fn sitemap_pages_are_archived_and_a_recrawl_revisits_what_did_not_change() {
     // report.json counts the 304s and what they saved.
     let report: serde_json::Value =
         serde_json::from_str(&fs::read_to_string(out2.join("report.json")).unwrap()).unwrap();
-    let unchanged = PAGES - CHANGED.len() + 1;
+    // The unchanged pages, the home page and the three sitemap files.
+    let also = [
+        "index.html",
+        "sitemap-index.xml",
+        "sitemaps/pages.xml.gz",
+        "sitemaps/bomb.xml",
+    ];
+    let unchanged = PAGES - CHANGED.len() + also.len();
     let saved: u64 = (0..PAGES)
         .filter(|i| !CHANGED.contains(i))
         .map(|i| page_body(i, 1).len() as u64)
         .sum::<u64>()
-        + fs::metadata(root.join("index.html")).unwrap().len();
+        + also
+            .iter()
+            .map(|f| fs::metadata(root.join(f)).unwrap().len())
+            .sum::<u64>();
     assert_eq!(
         report["totals"]["not_modified"], unchanged as u64,
         "{report}"

@@ -113,9 +113,9 @@ impl Crawler {
             true => BodyPlan::Read { keep: true },
             false => self.body_plan(hop, status, headers),
         };
-        // An earlier crawl's validators make the request conditional; never a sitemap's (its
-        // body is what it is fetched for).
-        let earlier = self.earlier.get(&candidate.url).filter(|_| !sitemap);
+        // An earlier crawl's validators make the request conditional (a sitemap's too: on a
+        // 304 its earlier copy is read, see `follow_sitemap`).
+        let earlier = self.earlier.get(&candidate.url);
         let conditions = earlier.map(crate::recrawl::Earlier::conditions);
         let conditions = conditions.unwrap_or_default();
         let fetched = self

@@ -5,7 +5,8 @@
 //! Discovery paths carry what a URL is, so a resumed crawl knows it too: a sitemap file ends in
 //! [`SITEMAP`] (`PS` named by robots.txt or at the root, `PSS` listed by an index), a page a
 //! sitemap lists in [`LISTED`] (`PSM`, `PSSM`). An index inside an index is not followed
-//! (the protocol's depth 1).
+//! (the protocol's depth 1). A re-crawl asks for a sitemap conditionally too; on a `304` the
+//! earlier crawl's copy is read again for its locations.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -148,15 +149,25 @@ impl Crawler {
         c: &Candidate,
         f: &Fetched,
     ) -> Option<String> {
-        if !(200..300).contains(&f.status) {
+        let body = if f.status == 304 {
+            // Not modified: the sitemap is the one the earlier crawl archived, read from there.
+            let limit = crate::net::fetch::KEEP_PAYLOAD_MAX as u64;
+            let earlier = self.earlier.get(&f.url).and_then(|e| e.payload(limit));
+            let Some((body, encoding)) = earlier else {
+                self.runlog.line(&format!(
+                    "sitemap {}: 304, and no earlier copy to read",
+                    f.url
+                ));
+                return Some("sitemap:no-earlier-copy".to_string());
+            };
+            crate::extract::decode_slice(encoding.as_deref(), &body, sitemap::MAX_BYTES)
+        } else if (200..300).contains(&f.status) {
+            let encoding = f.header("content-encoding");
+            crate::extract::decode_slice(encoding, &f.payload, sitemap::MAX_BYTES)
+        } else {
             return None;
-        }
-        let decoded = crate::extract::decode_slice(
-            f.header("content-encoding"),
-            &f.payload,
-            sitemap::MAX_BYTES,
-        );
-        let map = sitemap::parse(&decoded.bytes);
+        };
+        let map = sitemap::parse(&body.bytes);
         let (letter, note) = match map.kind {
             Kind::Index if is_nested(c) => (None, Some("sitemap:index-too-deep")),
             Kind::Index => (Some(SITEMAP), None),
