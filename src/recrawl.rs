@@ -363,7 +363,7 @@ mod tests {
         let file = out.join("indexes").join("A.cdxj");
         fs::write(&file, "").unwrap();
         let whole = place_of(&out).unwrap();
-        assert_eq!(whole.cdxj, [file.clone()]);
+        assert_eq!(whole.cdxj, std::slice::from_ref(&file));
         assert_eq!(whole.warc_dirs[0], out.join("warcs"));
         assert_eq!(place_of(&out.join("indexes")).unwrap(), whole);
         assert_eq!(place_of(&file).unwrap(), whole);
