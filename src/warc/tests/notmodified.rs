@@ -100,3 +100,36 @@ fn not_modified_records_pass_warcio_and_index_like_cdxj_indexer() {
         assert!(revisit.contains(digest), "{revisit}");
     }
 }
+
+/// A crash after a 304: recovery keeps its three records and rebuilds the index the writer
+/// would have written (the revisit's line, not the metadata record's).
+#[test]
+fn a_crash_after_a_304_recovers_the_same_index() {
+    let venv = required_venv();
+    let dir = tempfile::tempdir().unwrap();
+    let s = settings(dir.path(), 1 << 40, WarcVersion::V1_1);
+    let mut w = WarcWriter::new(s.clone()).unwrap();
+    let mut orig = simple_case();
+    write_case(&mut w, &mut orig);
+    let first = orig.written.clone().unwrap();
+    w.write_not_modified(not_modified(&orig.uri, &first))
+        .unwrap();
+    let mut expected = w
+        .current
+        .as_ref()
+        .unwrap()
+        .cdx_lines
+        .in_memory()
+        .unwrap()
+        .to_vec();
+    cdx::sort_lines(&mut expected);
+    let open = w.current_path().unwrap().to_path_buf();
+    std::mem::forget(w);
+    let got = crate::warc::recover_open_files(&s).unwrap();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].records_kept, 1 + 2 + 3);
+    let done = open.with_extension("");
+    let ours = our_lines(&s.index_dir, &done);
+    assert_eq!(ours, expected);
+    assert_eq!(ours, indexer_lines(&venv, &done));
+}
