@@ -495,7 +495,7 @@ mod tests {
             .conditions()
             .is_empty());
         assert!(earlier.get(&url("http://a.test/gone")).is_none());
-        // Queued again: the pages, not the sitemap (no mime: octet-less) nor the 404.
+        // Queued again: the 200s, not the 404.
         assert!(earlier.urls().contains(&"http://a.test/lm".to_string()));
         assert!(!earlier.urls().contains(&"http://a.test/gone".to_string()));
     }

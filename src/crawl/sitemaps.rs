@@ -187,8 +187,11 @@ impl Crawler {
             ));
         }
         let mut links = Vec::new();
+        let mut not_urls = 0;
         for entry in map.entries {
             let Ok(mut url) = f.url.join(&entry.loc) else {
+                // No URL to give a crawl.log line of its own: counted in run.log.
+                not_urls += 1;
                 continue;
             };
             url.set_fragment(None);
@@ -209,6 +212,12 @@ impl Crawler {
                 hop: Hop::Link,
                 context: "sitemap/loc",
             });
+        }
+        if not_urls > 0 {
+            self.runlog.line(&format!(
+                "sitemap {}: {not_urls} locations that are no URL, not followed",
+                f.url
+            ));
         }
         if let Some(letter) = letter {
             self.queue_links_as(key, c, links, Some(letter));
