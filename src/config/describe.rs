@@ -76,9 +76,25 @@ impl Profile {
             },
             self.wacz,
         ) + &self.describe_dedup()
+            + &self.describe_recrawl()
             + &self.describe_traps()
             + &self.describe_browser()
             + &self.describe_resolve()
+    }
+
+    fn describe_recrawl(&self) -> String {
+        let paths: Vec<String> = self
+            .recrawl
+            .previous
+            .iter()
+            .map(|p| format!("{:?}", p.display().to_string()))
+            .collect();
+        format!(
+            "\n[discovery]\nsitemaps = {}\n\n[recrawl]\nprevious = [{}]\nrevisit_unlinked = {}\n",
+            self.discovery.sitemaps,
+            paths.join(", "),
+            self.recrawl.revisit_unlinked
+        )
     }
 
     fn describe_dedup(&self) -> String {

@@ -80,6 +80,10 @@ pub struct Profile {
     pub wacz: bool,
     /// `[frontier]`: embedded SQLite, or a PostgreSQL database shared by many workers.
     pub frontier: crate::frontier::FrontierSettings,
+    /// `[discovery]`: sitemaps looked for.
+    pub discovery: crate::extract::sitemap::DiscoverySettings,
+    /// `[recrawl]`: earlier crawls asked again with conditional requests.
+    pub recrawl: crate::recrawl::RecrawlSettings,
 }
 
 impl Profile {
@@ -184,3 +188,5 @@ pub fn is_loopback_host(url: &Url) -> bool {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_recrawl;

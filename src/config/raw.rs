@@ -32,6 +32,42 @@ pub(super) struct RawProfile {
     pub(super) frontier: RawFrontier,
     #[serde(default)]
     pub(super) browser: RawBrowser,
+    #[serde(default)]
+    pub(super) discovery: RawDiscovery,
+    #[serde(default)]
+    pub(super) recrawl: RawRecrawl,
+}
+
+/// `[discovery]`: where URLs are found besides links (see `crate::extract::sitemap`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub(super) struct RawDiscovery {
+    pub(super) sitemaps: bool,
+}
+
+impl Default for RawDiscovery {
+    fn default() -> Self {
+        RawDiscovery {
+            sitemaps: crate::extract::sitemap::DiscoverySettings::default().sitemaps,
+        }
+    }
+}
+
+/// `[recrawl]`: earlier crawls asked again with conditional requests (see `crate::recrawl`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub(super) struct RawRecrawl {
+    pub(super) previous: Vec<String>,
+    pub(super) revisit_unlinked: bool,
+}
+
+impl Default for RawRecrawl {
+    fn default() -> Self {
+        RawRecrawl {
+            previous: Vec::new(),
+            revisit_unlinked: crate::recrawl::RecrawlSettings::default().revisit_unlinked,
+        }
+    }
 }
 
 /// `[browser]`: when pages are rendered in headless Chromium (see `crate::browser`).

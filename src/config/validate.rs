@@ -109,6 +109,7 @@ impl Checker<'_> {
         );
         let base = self.path.parent().unwrap_or(Path::new("."));
         let dedup_previous = keep(&mut errors, self.dedup_paths(base, &raw.dedup.previous));
+        let recrawl = keep(&mut errors, self.recrawl(base, &raw.recrawl));
         let dedup_max_digests = match raw.dedup.max_digests {
             None => Some(crate::dedup::DedupSettings::default().max_digests),
             Some(n) => keep(
@@ -147,6 +148,7 @@ impl Checker<'_> {
             Some(frontier),
             Some(browser),
             Some(dns_cache),
+            Some(recrawl),
         ) = (
             identity,
             politeness,
@@ -165,6 +167,7 @@ impl Checker<'_> {
             frontier,
             browser,
             dns_cache,
+            recrawl,
         )
         else {
             return Err(self.error("-", "the profile could not be checked"));
@@ -221,6 +224,10 @@ impl Checker<'_> {
             warc_version,
             wacz: out.wacz,
             frontier,
+            discovery: crate::extract::sitemap::DiscoverySettings {
+                sitemaps: raw.discovery.sitemaps,
+            },
+            recrawl,
         })
     }
 
@@ -342,19 +349,43 @@ impl Checker<'_> {
 
     /// `[dedup] previous`: paths relative to the profile's folder, which must exist.
     fn dedup_paths(&self, base: &Path, raw: &[String]) -> Result<Vec<PathBuf>, ProfileError> {
+        self.existing_paths("dedup.previous", base, raw)
+    }
+
+    /// Paths relative to the profile's folder, which must exist.
+    fn existing_paths(
+        &self,
+        field: &str,
+        base: &Path,
+        raw: &[String],
+    ) -> Result<Vec<PathBuf>, ProfileError> {
         raw.iter()
             .map(|p| {
                 let path = base.join(p);
                 if path.exists() {
                     Ok(path)
                 } else {
-                    Err(self.error(
-                        "dedup.previous",
-                        format!("{} does not exist", path.display()),
-                    ))
+                    Err(self.error(field, format!("{} does not exist", path.display())))
                 }
             })
             .collect()
+    }
+
+    /// `[recrawl]`: each earlier crawl must be one (an output folder, its indexes, a .cdxj).
+    fn recrawl(
+        &self,
+        base: &Path,
+        raw: &RawRecrawl,
+    ) -> Result<crate::recrawl::RecrawlSettings, ProfileError> {
+        let previous = self.existing_paths("recrawl.previous", base, &raw.previous)?;
+        for path in &previous {
+            crate::recrawl::place_of(path)
+                .map_err(|e| self.error("recrawl.previous", e.to_string()))?;
+        }
+        Ok(crate::recrawl::RecrawlSettings {
+            previous,
+            revisit_unlinked: raw.revisit_unlinked,
+        })
     }
 
     fn resolve(

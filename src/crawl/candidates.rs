@@ -7,7 +7,9 @@
 
 use url::Url;
 
-use crate::extract::{Hop, Outlink};
+#[cfg(test)]
+use crate::extract::Hop;
+use crate::extract::Outlink;
 use crate::frontier::Candidate;
 use crate::logs::crawllog::status;
 use crate::scope::optout::OptOutList;
@@ -44,8 +46,21 @@ pub(super) struct Dropped {
 }
 
 /// Judges one outlink of `parent` (already new to the seen-set).
+#[cfg(test)]
 pub(super) fn judge(rules: &Rules<'_>, parent: &Candidate, link: Outlink) -> Verdict {
-    let candidate = child(parent, link.url, link.hop);
+    let letter = link.hop.letter();
+    judge_as(rules, parent, link, letter)
+}
+
+/// [`judge`], the URL's discovery path growing by `letter` rather than its hop's own letter
+/// (a sitemap is `S`, a page a sitemap lists `M`; both are judged as links).
+pub(super) fn judge_as(
+    rules: &Rules<'_>,
+    parent: &Candidate,
+    link: Outlink,
+    letter: char,
+) -> Verdict {
+    let candidate = child(parent, link.url, letter);
     let decision = rules.rules.decide(
         rules.scope,
         &candidate.url,
@@ -92,9 +107,9 @@ pub(super) fn opted_out(list: &OptOutList, candidate: &Candidate) -> Option<Drop
 }
 
 /// The candidate for a URL found on `parent`: one more hop on its discovery path.
-fn child(parent: &Candidate, url: Url, hop: Hop) -> Candidate {
+fn child(parent: &Candidate, url: Url, letter: char) -> Candidate {
     let mut path = parent.path.clone();
-    path.push(hop.letter());
+    path.push(letter);
     Candidate {
         url,
         path,

@@ -64,12 +64,31 @@ impl Crawler {
         if let Some(t) = f.truncated {
             notes.push(format!("truncated:{t}"));
         }
-        let result = root.with(|key| self.archive.write(key, ToArchive::take(f)));
+        let mut ex = ToArchive::take(f);
+        if f.status == 304 {
+            // A 304 confirms the earlier capture the request named; without one (the server
+            // answered a request that was not conditional) it is archived as it came.
+            ex.not_modified = self.earlier.get(&f.url).cloned();
+            if ex.not_modified.is_none() {
+                notes.push("not-modified:no-earlier-capture".to_string());
+                self.runlog.line(&format!(
+                    "{}: 304 without an earlier capture; archived as is",
+                    f.url
+                ));
+            }
+        }
+        let result = root.with(|key| self.archive.write(key, ex));
         // Where the record is, as Heritrix's crawl.log says it: a line leads to its bytes.
-        let extra = result.as_ref().ok().map(|r| {
+        let mut extra = result.as_ref().ok().map(|r| {
             let w = r.written();
             serde_json::json!({ "warcFilename": w.filename, "warcFileOffset": w.offset })
         });
+        // What a sitemap said of this URL's last change.
+        if let (Some(serde_json::Value::Object(m)), Some(lastmod)) =
+            (extra.as_mut(), self.sitemaps.lastmod_of(&c.url))
+        {
+            m.insert("lastmod".to_string(), lastmod.into());
+        }
         root.with(|key| {
             match result {
                 Ok(Record::Full(_)) => self.with_sched(key, |s| {
@@ -78,6 +97,9 @@ impl Crawler {
                     }
                 }),
                 Ok(Record::Revisit(_)) => notes.push("duplicate:digest".to_string()),
+                Ok(Record::NotModified(_, saved)) => {
+                    notes.push(format!("{}{saved}", crate::logs::report::NOT_MODIFIED));
+                }
                 Err(e) => {
                     notes.push("warc-write-failed".to_string());
                     self.fail(

@@ -65,6 +65,10 @@ pub(super) struct Crawler {
     pub(super) interrupted: AtomicBool,
     /// Pages empty without JavaScript, rendered in headless Chromium (see `super::render`).
     pub(super) rendering: super::render::Rendering,
+    /// Sitemaps looked for, and the `lastmod` of the URLs they list (see `super::sitemaps`).
+    pub(super) sitemaps: super::sitemaps::Sitemaps,
+    /// What `[recrawl] previous` archived with validators (empty without it).
+    pub(super) earlier: crate::recrawl::EarlierCaptures,
 }
 
 impl Crawler {
@@ -121,6 +125,7 @@ impl Crawler {
         let archive = Archive::new(warc, digests, profile.dedup.max_digests, shared_digests);
         let archive = ArchiveDesk::new(archive);
         let archived = ArchivedBefore::new(archived, &index_dir, last_start);
+        let earlier = super::recrawl::load_earlier(&profile, &runlog)?;
         let crawler = Crawler {
             scope: Scope::new(profile.scope.clone(), &profile.seeds),
             rules: ScopeRules::new(&profile.rules, &profile.scope.include),
@@ -142,6 +147,8 @@ impl Crawler {
             stopping: AtomicBool::new(false),
             interrupted: AtomicBool::new(false),
             rendering,
+            sitemaps: super::sitemaps::Sitemaps::new(&profile.discovery),
+            earlier,
             profile,
         };
         Ok((crawler, archived))

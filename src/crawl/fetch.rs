@@ -52,6 +52,7 @@ impl Crawler {
         origin: &str,
         candidate: &Candidate,
         referer: Option<&Url>,
+        conditions: &[(&'static str, String)],
         plan: impl Fn(u16, &hyper::HeaderMap) -> BodyPlan,
     ) -> Result<Fetched, FetchError> {
         let url = &candidate.url;
@@ -76,7 +77,8 @@ impl Crawler {
             .map_err(FetchError::Refused)?;
         // Connecting, sending, waiting for the answer: the job waits for a server, which does
         // not count against the dispatcher's limit of jobs held up inside the crawler.
-        remote(self.fetcher.get(url, addr, referer, plan)).await
+        let get = self.fetcher.get_if(url, addr, referer, conditions, plan);
+        remote(get).await
     }
 
     /// What to do with a URL's body once its headers are in: a successful answer of a type
@@ -105,8 +107,20 @@ impl Crawler {
         let hop = crate::scope::rules::mime_hop(&candidate.path);
         // Seeds have no via; a discovered URL names the page it was found on.
         let referer = candidate.via.as_ref().filter(|_| self.profile.send_referer);
-        let plan = |status: u16, headers: &hyper::HeaderMap| self.body_plan(hop, status, headers);
-        let fetched = self.fetch_on(root, origin, &candidate, referer, plan).await;
+        // A sitemap is read whatever its type: its locations are what it is fetched for.
+        let sitemap = super::sitemaps::is_sitemap(&candidate);
+        let plan = |status: u16, headers: &hyper::HeaderMap| match sitemap {
+            true => BodyPlan::Read { keep: true },
+            false => self.body_plan(hop, status, headers),
+        };
+        // An earlier crawl's validators make the request conditional (a sitemap's too: on a
+        // 304 its earlier copy is read, see `follow_sitemap`).
+        let earlier = self.earlier.get(&candidate.url);
+        let conditions = earlier.map(crate::recrawl::Earlier::conditions);
+        let conditions = conditions.unwrap_or_default();
+        let fetched = self
+            .fetch_on(root, origin, &candidate, referer, &conditions, plan)
+            .await;
         let mut f = match fetched {
             Ok(f) => f,
             Err(e) => {
@@ -115,8 +129,13 @@ impl Crawler {
                 })
             }
         };
-        let (pace, page, disposition) =
+        let (pace, page, mut disposition) =
             root.with(|key| self.read_answer(key, origin, &candidate, &f));
+        if let (true, Disposition::Archive { notes }) = (sitemap, &mut disposition) {
+            // Queued before the record is written, as a page's links are (see `follow`).
+            let note = root.with(|key| self.follow_sitemap(key, &candidate, &f));
+            notes.extend(note);
+        }
         let disposition = match disposition {
             Disposition::Archive { notes } if self.rendering.wants(&candidate, &f) => {
                 // Rendered by a task of its own: this job gives its budget back now, so the
@@ -355,6 +374,17 @@ impl Crawler {
     /// the queueing hold the state lock briefly; judging (scope, opt-out, traps) and logging
     /// what is dropped happen without it, so other sites' jobs are never held up by one page.
     pub(super) fn queue_links(&self, key: &mut Key<Free>, parent: &Candidate, links: Vec<Outlink>) {
+        self.queue_links_as(key, parent, links, None);
+    }
+
+    /// [`Self::queue_links`], each link's path letter `letter` when given (else its hop's).
+    pub(super) fn queue_links_as(
+        &self,
+        key: &mut Key<Free>,
+        parent: &Candidate,
+        links: Vec<Outlink>,
+        letter: Option<char>,
+    ) {
         let mut links = links.into_iter().peekable();
         while links.peek().is_some() {
             let batch: Vec<Outlink> = links.by_ref().take(LINK_BATCH).collect();
@@ -375,7 +405,7 @@ impl Crawler {
             };
             let accepted: Vec<Candidate> = fresh
                 .into_iter()
-                .filter_map(|link| self.judge(key, parent, link))
+                .filter_map(|link| self.judge(key, parent, link, letter))
                 .collect();
             if accepted.is_empty() {
                 continue;
@@ -390,12 +420,13 @@ impl Crawler {
     }
 
     /// Decides one new outlink (see [`candidates::judge`]): the candidate to queue, or None,
-    /// logged with the reason.
+    /// logged with the reason. `letter` replaces the hop's letter on the discovery path.
     pub(super) fn judge(
         &self,
         key: &mut Key<Free>,
         parent: &Candidate,
         link: Outlink,
+        letter: Option<char>,
     ) -> Option<Candidate> {
         let rules = candidates::Rules {
             scope: &self.scope,
@@ -403,8 +434,15 @@ impl Crawler {
             optout: &self.profile.optout,
             url_traps: self.url_traps.as_ref(),
         };
-        match candidates::judge(&rules, parent, link) {
+        let letter = letter.unwrap_or(link.hop.letter());
+        let robots_named_sitemap = letter == super::sitemaps::SITEMAP && parent.path == "P";
+        match candidates::judge_as(&rules, parent, link, letter) {
             candidates::Verdict::Queue(candidate) => Some(candidate),
+            // robots.txt may name a sitemap on another host (sitemaps.org, "Sitemaps &
+            // Cross Submits"): that one is fetched; what it lists is judged as usual.
+            candidates::Verdict::Drop(d) if robots_named_sitemap && d.why == "scope:off-site" => {
+                Some(d.candidate)
+            }
             candidates::Verdict::Drop(dropped) => {
                 self.log_drop(key, dropped);
                 None

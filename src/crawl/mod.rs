@@ -24,9 +24,11 @@ pub mod locks;
 mod page;
 mod patch;
 mod prereq;
+mod recrawl;
 mod render;
 mod sched;
 mod shared;
+mod sitemaps;
 mod writer;
 
 use crate::config::Profile;

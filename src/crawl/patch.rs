@@ -53,7 +53,7 @@ impl Crawler {
                 hop: Hop::Embed,
                 context: "patch",
             };
-            if let Some(c) = self.judge(key, &page, link) {
+            if let Some(c) = self.judge(key, &page, link, None) {
                 let clock = super::sched::Clock::now();
                 self.with_sched(key, |s| s.enqueue(c, clock));
                 queued += 1;

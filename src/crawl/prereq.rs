@@ -63,7 +63,7 @@ impl Crawler {
             // robots.txt is read whole and sent without a Referer.
             let read_all = |_: u16, _: &hyper::HeaderMap| BodyPlan::Read { keep: true };
             let fetched = self
-                .fetch_on(root, origin, &candidate, None, read_all)
+                .fetch_on(root, origin, &candidate, None, &[], read_all)
                 .await;
             let mut f = match fetched {
                 Ok(f) => f,
@@ -126,6 +126,9 @@ impl Crawler {
                     break;
                 }
             }
+        }
+        if let Some((status, body)) = &answer {
+            root.with(|key| self.queue_sitemaps(key, &owner, *status, body));
         }
         root.with(|key| {
             self.with_sched(key, |s| {

@@ -529,7 +529,7 @@ impl Crawler {
                     hop: Hop::Embed,
                     context: "browser",
                 };
-                match self.judge(key, page, link) {
+                match self.judge(key, page, link, None) {
                     Some(c) => {
                         let clock = super::sched::Clock::now();
                         self.with_sched(key, |s| s.enqueue(c, clock));

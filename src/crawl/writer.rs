@@ -43,6 +43,8 @@ pub(super) struct ToArchive {
     status: u16,
     truncated: Option<&'static str>,
     payload_digest: String,
+    /// For a 304: the earlier capture it confirms (then a server-not-modified revisit).
+    pub(super) not_modified: Option<crate::recrawl::Earlier>,
 }
 
 impl ToArchive {
@@ -58,6 +60,7 @@ impl ToArchive {
             status: f.status,
             truncated: f.truncated,
             payload_digest: f.payload_digest.clone(),
+            not_modified: None,
         }
     }
 
@@ -71,12 +74,14 @@ impl ToArchive {
 pub(super) enum Record {
     Full(Written),
     Revisit(Written),
+    /// A 304 written as a server-not-modified revisit; the earlier payload's size.
+    NotModified(Written, u64),
 }
 
 impl Record {
     pub(super) fn written(&self) -> &Written {
         match self {
-            Record::Full(w) | Record::Revisit(w) => w,
+            Record::Full(w) | Record::Revisit(w) | Record::NotModified(w, _) => w,
         }
     }
 }
@@ -227,6 +232,14 @@ impl Archive {
     /// before (in this crawl or in an earlier one the profile names), else the response and
     /// its request.
     fn write(&mut self, ex: &mut ToArchive) -> Result<Record, WarcError> {
+        if let Some(earlier) = ex.not_modified.take().filter(|_| ex.status == 304) {
+            match self.write_not_modified(ex, &earlier) {
+                // An earlier capture whose fields cannot be named (a date not in UTC, say):
+                // the 304 is archived as it came rather than the crawl stopped.
+                Err(WarcError::BadHeaderValue { .. }) => {}
+                other => return other,
+            }
+        }
         let dedupable = ex.status == 200 && ex.truncated.is_none();
         let original = if dedupable {
             self.original(&ex.payload_digest)
@@ -286,6 +299,37 @@ impl Archive {
         Ok(Some(written))
     }
 
+    /// A 304 that confirms an earlier capture: a server-not-modified revisit of it, the
+    /// request, and the 304's own head in a metadata record (`crate::warc::NotModified`).
+    fn write_not_modified(
+        &mut self,
+        ex: &mut ToArchive,
+        earlier: &crate::recrawl::Earlier,
+    ) -> Result<Record, WarcError> {
+        let answer = ex
+            .response
+            .head(64 * 1024)
+            .map_err(|source| WarcError::Spool {
+                uri: ex.uri.clone(),
+                source,
+            })?;
+        let written = self.warc.write_not_modified(crate::warc::NotModified {
+            revisit: Revisit {
+                target_uri: &ex.uri,
+                date: ex.started,
+                ip: Some(ex.ip),
+                request: &ex.request,
+                http_head: &[],
+                payload_digest: earlier.payload_digest.clone(),
+                refers_to_uri: &earlier.url,
+                refers_to_date: &earlier.warc_date,
+                refers_to_record_id: earlier.record_id.as_deref(),
+            },
+            answer: &answer,
+        })?;
+        Ok(Record::NotModified(written, earlier.payload_len))
+    }
+
     /// A payload archived for the first time becomes the original of later identical ones.
     /// Bounded by the profile, not by the length of the crawl: once full, the originals
     /// already known still serve, new payloads are simply not remembered.
@@ -329,6 +373,7 @@ mod tests {
             status: 200,
             truncated: None,
             payload_digest: crate::spool::sha1_of(body.as_bytes()),
+            not_modified: None,
         }
     }
 

@@ -15,6 +15,7 @@
 //! come before it.
 
 pub mod css;
+pub mod sitemap;
 
 // The parse's helpers, each one job: attribute micro-parsers, the input's encoding,
 // Content-Encoding decoding, character references; and a page's visible text.

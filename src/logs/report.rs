@@ -21,6 +21,11 @@ pub struct Stats {
     pub bytes: u64,
     /// Of `archived`, the revisit records (payload identical to one archived before).
     pub duplicates: u64,
+    /// Of `archived`, the `304 Not Modified` answers to conditional requests that were
+    /// written as server-not-modified revisits (`not-modified:BYTES` annotations).
+    pub not_modified: u64,
+    /// The earlier payloads those 304s did not send again, in bytes.
+    pub not_modified_saved: u64,
     /// URLs not fetched, by reason.
     pub not_fetched: NotFetched,
     /// Tries that failed and were queued again (`retry:N` lines).
@@ -204,6 +209,10 @@ enum Kept {
     Full,
 }
 
+/// The crawl.log annotation of a 304 written as a revisit: `not-modified:` and the earlier
+/// payload's size.
+pub const NOT_MODIFIED: &str = "not-modified:";
+
 fn kept(annotations: &[String]) -> Kept {
     let has = |a: &str| annotations.iter().any(|x| x == a);
     if has("noindex") || has("noarchive") || has("none") {
@@ -304,6 +313,14 @@ impl Stats {
             self.retries += 1;
         }
         if o.status > 0 {
+            let saved = o
+                .annotations
+                .iter()
+                .find_map(|a| a.strip_prefix(NOT_MODIFIED)?.parse::<u64>().ok());
+            if let Some(saved) = saved {
+                self.not_modified += 1;
+                self.not_modified_saved += saved;
+            }
             match kept(o.annotations) {
                 Kept::Discarded => {
                     host.discarded += 1;
@@ -439,6 +456,16 @@ impl Stats {
                 HumanBytes(on_disk)
             ),
         );
+        if self.not_modified > 0 {
+            line(
+                "not modified:",
+                format!(
+                    "{} (304s written as revisits of earlier crawls), {} not sent again",
+                    HumanCount(self.not_modified),
+                    HumanBytes(self.not_modified_saved)
+                ),
+            );
+        }
         line(
             "discarded:",
             format!("{} (noindex/noarchive/none)", HumanCount(self.discarded)),

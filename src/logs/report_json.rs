@@ -80,6 +80,8 @@ impl<'a> Report<'a> {
             "archived": s.archived,
             "novel": s.archived - s.duplicates,
             "duplicate": s.duplicates,
+            "not_modified": s.not_modified,
+            "not_modified_bytes_saved": s.not_modified_saved,
             "discarded": s.discarded,
             "bytes_archived": s.bytes,
             "out_of_scope": n.out_of_scope,

@@ -193,6 +193,19 @@ impl Fetcher {
         referer: Option<&Url>,
         plan: impl Fn(u16, &HeaderMap) -> BodyPlan,
     ) -> Result<Fetched, FetchError> {
+        self.get_if(url, addr, referer, &[], plan).await
+    }
+
+    /// [`Fetcher::get`] with the conditional headers of a re-crawl (`If-None-Match`,
+    /// `If-Modified-Since`), sent after `Accept-Encoding`.
+    pub async fn get_if(
+        &self,
+        url: &Url,
+        addr: SocketAddr,
+        referer: Option<&Url>,
+        conditions: &[(&'static str, String)],
+        plan: impl Fn(u16, &HeaderMap) -> BodyPlan,
+    ) -> Result<Fetched, FetchError> {
         let started = Utc::now();
         let started_at = Instant::now();
         let deadline = tokio::time::Instant::from_std(started_at + self.settings.timeout);
@@ -233,7 +246,7 @@ impl Fetcher {
         // is dropped (the socket closed) when the exchange is over.
         let outcome = beside(
             conn,
-            self.exchange(&mut sender, url, referer, deadline, plan),
+            self.exchange(&mut sender, (url, referer, conditions), deadline, plan),
         )
         .await;
         drop(sender);
@@ -311,12 +324,11 @@ impl Fetcher {
     async fn exchange(
         &self,
         sender: &mut hyper::client::conn::http1::SendRequest<Empty<Bytes>>,
-        url: &Url,
-        referer: Option<&Url>,
+        (url, referer, conditions): (&Url, Option<&Url>, &[(&'static str, String)]),
         deadline: tokio::time::Instant,
         plan: impl Fn(u16, &HeaderMap) -> BodyPlan,
     ) -> Result<Body, FetchError> {
-        let request = self.build_request(url, referer)?;
+        let request = self.build_request(url, referer, conditions)?;
         let response = timeout_at(deadline, sender.send_request(request))
             .await
             .map_err(|_| FetchError::Timeout(self.settings.timeout))?
@@ -380,6 +392,7 @@ impl Fetcher {
         &self,
         url: &Url,
         referer: Option<&Url>,
+        conditions: &[(&'static str, String)],
     ) -> Result<hyper::Request<Empty<Bytes>>, FetchError> {
         let mut target = url.path().to_string();
         if let Some(q) = url.query() {
@@ -405,6 +418,9 @@ impl Fetcher {
                 "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
             )
             .header("Accept-Encoding", "gzip, deflate");
+        for (name, value) in conditions {
+            builder = builder.header(*name, header(value)?);
+        }
         if let Some(value) = referer.and_then(|r| referer_value(r, url)) {
             builder = builder.header("Referer", header(&value)?);
         }

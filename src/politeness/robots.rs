@@ -129,6 +129,34 @@ impl Policy {
     }
 }
 
+/// The `Sitemap:` lines of a robots.txt (any group, or none: the field stands outside the
+/// groups, RFC 9309 §2.2.4), resolved against the robots.txt URL; http(s) URLs only, at most
+/// `max` of them.
+pub fn sitemap_lines(body: &[u8], robots: &Url, max: usize) -> Vec<Url> {
+    let text = String::from_utf8_lossy(body);
+    let mut found = Vec::new();
+    for line in text.lines() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        let Some((name, value)) = line.split_once(':') else {
+            continue;
+        };
+        if !name.trim().eq_ignore_ascii_case("sitemap") {
+            continue;
+        }
+        let Ok(mut url) = robots.join(value.trim()) else {
+            continue;
+        };
+        url.set_fragment(None);
+        if matches!(url.scheme(), "http" | "https") && !found.contains(&url) {
+            found.push(url);
+        }
+        if found.len() >= max {
+            break;
+        }
+    }
+    found
+}
+
 /// The robots.txt URL of a URL's origin.
 pub fn robots_url(url: &Url) -> Option<Url> {
     let mut r = url.clone();
@@ -195,6 +223,18 @@ User-agent: *\nDisallow: /\n";
         let (p, _) = Policy::from_answer(404, b"", "archiver", now);
         assert!(!p.expired(now + Duration::from_secs(3600)));
         assert!(p.expired(now + ROBOTS_TTL));
+    }
+
+    #[test]
+    fn sitemap_lines_anywhere_in_the_file() {
+        let body = b"User-agent: *\nDisallow: /x\n\nSITEMAP: /s.xml # ours\nsitemap:https://cdn.test/m.xml.gz\nSitemap: ftp://no/\nSitemap: /s.xml\n";
+        let robots = url("http://h.test/robots.txt");
+        let found: Vec<String> = sitemap_lines(body, &robots, 10)
+            .into_iter()
+            .map(String::from)
+            .collect();
+        assert_eq!(found, ["http://h.test/s.xml", "https://cdn.test/m.xml.gz"]);
+        assert_eq!(sitemap_lines(body, &robots, 1).len(), 1);
     }
 
     #[test]

@@ -91,6 +91,19 @@ pub(super) fn check_digest(field: &'static str, value: &str) -> Result<(), WarcE
 /// must end in its blank line: anything else means the caller passed the wrong slice (a whole
 /// response would defeat the point of a revisit; a cut head would not parse on replay).
 pub(super) fn check_revisit(rv: &Revisit<'_>) -> Result<(), WarcError> {
+    check_revisit_fields(rv)?;
+    if http_head(rv.http_head) != Some(rv.http_head) {
+        return Err(WarcError::BadHeaderValue {
+            field: "revisit HTTP head",
+            value: String::from_utf8_lossy(&rv.http_head[..rv.http_head.len().min(200)])
+                .into_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// The header fields of a revisit (not its block: a server-not-modified revisit has none).
+pub(super) fn check_revisit_fields(rv: &Revisit<'_>) -> Result<(), WarcError> {
     check_uri(rv.target_uri)?;
     check_digest("WARC-Payload-Digest", &rv.payload_digest)?;
     check_uri(rv.refers_to_uri).map_err(|_| WarcError::BadHeaderValue {
@@ -115,13 +128,6 @@ pub(super) fn check_revisit(rv: &Revisit<'_>) -> Result<(), WarcError> {
                 value: id.to_string(),
             });
         }
-    }
-    if http_head(rv.http_head) != Some(rv.http_head) {
-        return Err(WarcError::BadHeaderValue {
-            field: "revisit HTTP head",
-            value: String::from_utf8_lossy(&rv.http_head[..rv.http_head.len().min(200)])
-                .into_owned(),
-        });
     }
     Ok(())
 }

@@ -32,6 +32,7 @@ mod http;
 pub(crate) mod io;
 pub(crate) mod member;
 mod naming;
+mod notmodified;
 mod open;
 pub(crate) mod read;
 mod record;
@@ -49,6 +50,7 @@ use crate::spool::Spool;
 pub use http::http_head;
 pub use io::save_atomically;
 pub(crate) use io::sync_dir;
+pub use notmodified::NotModified;
 pub use recover::{recover_open_files, Recovered};
 pub use writer::WarcWriter;
 
@@ -101,6 +103,15 @@ impl WarcVersion {
         match self {
             WarcVersion::V1_0 => "http://netpreserve.org/warc/1.0/revisit/identical-payload-digest",
             WarcVersion::V1_1 => "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest",
+        }
+    }
+
+    /// WARC-Profile of a revisit for a `304 Not Modified` answer to a conditional request
+    /// (WARC 1.1 §6.7.3).
+    pub fn not_modified_profile(self) -> &'static str {
+        match self {
+            WarcVersion::V1_0 => "http://netpreserve.org/warc/1.0/revisit/server-not-modified",
+            WarcVersion::V1_1 => "http://netpreserve.org/warc/1.1/revisit/server-not-modified",
         }
     }
 

@@ -100,6 +100,23 @@ pub(super) fn write_revisit_pair(
     revisit_id: &str,
     rv: &Revisit<'_>,
 ) -> Result<(u64, u64), WarcError> {
+    write_revisit_as(
+        cur,
+        version,
+        (date, revisit_id),
+        rv,
+        version.revisit_profile(),
+    )
+}
+
+/// [`write_revisit_pair`] with the given WARC-Profile.
+pub(super) fn write_revisit_as(
+    cur: &mut OpenWarc,
+    version: WarcVersion,
+    (date, revisit_id): (&str, &str),
+    rv: &Revisit<'_>,
+    profile: &str,
+) -> Result<(u64, u64), WarcError> {
     let ip = rv.ip.map(|ip| ip.to_string());
     let mut head = new_head(version);
     head.push("WARC-Type", "revisit");
@@ -110,7 +127,7 @@ pub(super) fn write_revisit_pair(
         head.push("WARC-IP-Address", ip);
     }
     head.push("WARC-Warcinfo-ID", &cur.warcinfo_id);
-    head.push("WARC-Profile", version.revisit_profile());
+    head.push("WARC-Profile", profile);
     if let Some(id) = rv.refers_to_record_id {
         head.push("WARC-Refers-To", id);
     }
@@ -172,7 +189,7 @@ fn write_request(
 /// The block is streamed in pieces, never held whole, through the file's reused encoder and
 /// copy buffer. Written straight to the `File` (no buffer is left holding any of it), so once
 /// this returns the member is with the OS.
-fn write_record(
+pub(super) fn write_record(
     cur: &mut OpenWarc,
     head: &[u8],
     block: &mut dyn Read,
@@ -245,7 +262,7 @@ pub(super) fn write_warcinfo(cur: &mut OpenWarc, settings: &WarcSettings) -> Res
 }
 
 /// A record's head to be filled in the order of the file.
-fn new_head(version: WarcVersion) -> WarcHead {
+pub(super) fn new_head(version: WarcVersion) -> WarcHead {
     WarcHead::to_write(version.number())
 }
 

@@ -137,7 +137,17 @@ impl WarcWriter {
     /// current file, opening one if needed; then indexes the capture and rotates, or on error
     /// cuts the file back to where it was. The one place records enter a file, so rollback,
     /// byte counts and index lines cannot differ between record kinds.
-    fn append<F>(&mut self, capture: &Capture<'_>, id: &str, write: F) -> Result<Written, WarcError>
+    /// The WARC version records are written in.
+    pub(super) fn version(&self) -> WarcVersion {
+        self.settings.version
+    }
+
+    pub(super) fn append<F>(
+        &mut self,
+        capture: &Capture<'_>,
+        id: &str,
+        write: F,
+    ) -> Result<Written, WarcError>
     where
         F: FnOnce(&mut OpenWarc, WarcVersion) -> Result<(u64, u64), WarcError>,
     {

@@ -21,6 +21,9 @@ pub struct Loopback<'a> {
     pub dir: &'a str,
     /// More lines of `[output]`, then any other tables.
     pub output: &'a str,
+    /// `[discovery] sitemaps`: off unless a test is about sitemaps, since most tests count
+    /// their requests and a `/sitemap.xml` would be one more.
+    pub sitemaps: bool,
 }
 
 impl<'a> Loopback<'a> {
@@ -35,6 +38,7 @@ impl<'a> Loopback<'a> {
             politeness: "min_delay = 0.0\ndelay_factor = 0.0",
             dir: "out",
             output: "",
+            sitemaps: false,
         }
     }
 
@@ -45,6 +49,7 @@ impl<'a> Loopback<'a> {
             "[crawl]\nname = {name:?}\nseeds = [{seeds}]\n{crawl}\n\n\
              [identity]\nuser_agent = {ua:?}\n{identity}\n\n\
              [politeness]\n{politeness}\n\n\
+             [discovery]\nsitemaps = {sitemaps}\n\n\
              [output]\ndir = {dir:?}\n{output}\n",
             name = self.name,
             seeds = seeds.join(", "),
@@ -52,6 +57,7 @@ impl<'a> Loopback<'a> {
             ua = self.user_agent,
             identity = self.identity,
             politeness = self.politeness,
+            sitemaps = self.sitemaps,
             dir = self.dir,
             output = self.output,
         )

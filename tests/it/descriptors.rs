@@ -48,7 +48,7 @@ fn many_sites_under_a_low_open_file_limit_are_all_fetched_without_an_error() {
         "[crawl]\nname = \"descriptors\"\nseeds = [{}]\nsites_at_once = {}\n\n\
          [identity]\nuser_agent = \"{}\"\n\n\
          [politeness]\nmin_delay = 0.0\ndelay_factor = 0.0\nbudget = \"host\"\n\n\
-         [output]\ndir = \"out\"\n\n[resolve]\n{}\n",
+         [discovery]\nsitemaps = false\n\n[output]\ndir = \"out\"\n\n[resolve]\n{}\n",
         seeds.join(", "),
         SITES * 4,
         common::profile::TESTS_UA,

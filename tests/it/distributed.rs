@@ -82,6 +82,10 @@ max_delay = 1.0
 [limits]
 timeout = 10.0
 
+[discovery]
+# This test counts its requests: no /sitemap.xml (tests/sitemap_recrawl.rs tests sitemaps).
+sitemaps = false
+
 [output]
 dir = "out{worker}"
 

@@ -526,6 +526,10 @@ timeout = 3.0
 "inward.test" = "10.9.9.9"
 "inward-robots.test" = "192.168.77.7"
 
+[discovery]
+# This test counts its requests: no /sitemap.xml (tests/sitemap_recrawl.rs tests sitemaps).
+sitemaps = false
+
 [output]
 dir = "out"
 "#,

@@ -131,6 +131,10 @@ delay_factor = 0.0
 [tls]
 extra_roots = ["ca.pem"]
 
+[discovery]
+# This test counts its requests: no /sitemap.xml (tests/sitemap_recrawl.rs tests sitemaps).
+sitemaps = false
+
 [output]
 dir = "out"
 

@@ -31,6 +31,7 @@ mod replay_diff;
 mod report_signal;
 mod requisites;
 mod scope_filters;
+mod sitemap_recrawl;
 mod state_errors;
 mod terminal;
 mod verify_cmd;

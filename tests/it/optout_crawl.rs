@@ -45,6 +45,10 @@ delay_factor = 0.0
 [optout]
 lists = ["optout.txt"]
 
+[discovery]
+# This test counts its requests: no /sitemap.xml (tests/sitemap_recrawl.rs tests sitemaps).
+sitemaps = false
+
 [output]
 dir = "out"
 "#,

@@ -79,9 +79,15 @@ fn a_quick_crawl_of_a_url_writes_its_profile_and_archives_the_url() {
         .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
         .collect();
     assert!(cdxj.contains(&format!("\"url\": \"{seed}\"")), "{cdxj}");
-    // The defaults hold, 5 s floor included: robots.txt, then the page 5 s later.
+    // The defaults hold, 5 s floor included: robots.txt, then the page 5 s later, then the
+    // site's /sitemap.xml ([discovery] sitemaps is on by default).
     let ex = site.exchanges();
-    assert_eq!(ex.len(), 2, "robots.txt and the page");
+    let paths: Vec<&str> = ex.iter().map(|e| e.path()).collect();
+    assert_eq!(
+        paths,
+        ["/robots.txt", "/", "/sitemap.xml"],
+        "robots.txt, the page, the sitemap"
+    );
     // The server stamps `finished` after its last write returns, which on a loaded machine can
     // be a few milliseconds after the crawler read the last byte and started its pause.
     let gap = ex[1].arrived.saturating_duration_since(ex[0].finished);
@@ -100,7 +106,7 @@ fn a_quick_crawl_of_a_url_writes_its_profile_and_archives_the_url() {
         "{}",
         again.stderr
     );
-    assert_eq!(site.exchanges().len(), 2, "nothing fetched again");
+    assert_eq!(site.exchanges().len(), 3, "nothing fetched again");
 
     // `about` names the User-Agent, the product token and the profile's delay.
     let about = run_archiver(&["about", "--profile", &p], dir.path(), "about");
