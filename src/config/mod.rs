@@ -17,6 +17,7 @@ use crate::scope::rules::RuleSettings;
 use crate::scope::ScopeSettings;
 use crate::warc::WarcVersion;
 
+mod control;
 mod describe;
 mod error;
 mod locate;
@@ -24,6 +25,7 @@ mod raw;
 mod shape;
 mod validate;
 
+pub use control::ControlSettings;
 pub use error::ProfileError;
 use locate::Checker;
 use raw::RawProfile;
@@ -80,6 +82,8 @@ pub struct Profile {
     pub wacz: bool,
     /// `[frontier]`: embedded SQLite, or a PostgreSQL database shared by many workers.
     pub frontier: crate::frontier::FrontierSettings,
+    /// `[control]`: where the control endpoint listens (None: off).
+    pub control: ControlSettings,
 }
 
 impl Profile {

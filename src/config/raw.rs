@@ -32,6 +32,8 @@ pub(super) struct RawProfile {
     pub(super) frontier: RawFrontier,
     #[serde(default)]
     pub(super) browser: RawBrowser,
+    #[serde(default)]
+    pub(super) control: super::control::RawControl,
 }
 
 /// `[browser]`: when pages are rendered in headless Chromium (see `crate::browser`).

@@ -119,6 +119,7 @@ impl Checker<'_> {
         };
         let extra_roots = keep(&mut errors, self.extra_roots(base, &raw.tls.extra_roots));
         let frontier = keep(&mut errors, self.frontier(&raw.frontier));
+        let control = keep(&mut errors, self.control(&raw.control));
         let optout_lists: Vec<PathBuf> = raw.optout.lists.iter().map(|l| base.join(l)).collect();
         let optout = keep(
             &mut errors,
@@ -147,6 +148,7 @@ impl Checker<'_> {
             Some(frontier),
             Some(browser),
             Some(dns_cache),
+            Some(control),
         ) = (
             identity,
             politeness,
@@ -165,6 +167,7 @@ impl Checker<'_> {
             frontier,
             browser,
             dns_cache,
+            control,
         )
         else {
             return Err(self.error("-", "the profile could not be checked"));
@@ -221,6 +224,7 @@ impl Checker<'_> {
             warc_version,
             wacz: out.wacz,
             frontier,
+            control,
         })
     }
 

@@ -65,6 +65,8 @@ pub(super) struct Crawler {
     pub(super) interrupted: AtomicBool,
     /// Pages empty without JavaScript, rendered in headless Chromium (see `super::render`).
     pub(super) rendering: super::render::Rendering,
+    /// The operator's orders (`super::control`), kept in `state/operator.json`.
+    pub(super) operator: super::control::Operator,
 }
 
 impl Crawler {
@@ -121,6 +123,10 @@ impl Crawler {
         let archive = Archive::new(warc, digests, profile.dedup.max_digests, shared_digests);
         let archive = ArchiveDesk::new(archive);
         let archived = ArchivedBefore::new(archived, &index_dir, last_start);
+        let operator = super::control::Operator::load(&out.join("state"), &runlog, &profile);
+        let content_traps_on = content_traps.is_some();
+        let mut sched = Sched::new(frontier, book, content_traps, limits);
+        sched.steer(operator.steering());
         let crawler = Crawler {
             scope: Scope::new(profile.scope.clone(), &profile.seeds),
             rules: ScopeRules::new(&profile.rules, &profile.scope.include),
@@ -128,10 +134,10 @@ impl Crawler {
                 &profile.traps,
                 chrono::Datelike::year(&chrono::Utc::now()),
             ),
-            content_traps_on: content_traps.is_some(),
+            content_traps_on,
             resolver,
             fetcher,
-            sched: Ordered::new(Sched::new(frontier, book, content_traps, limits)),
+            sched: Ordered::new(sched),
             archive,
             journal: Ordered::new(Journal::new(log, stats, refusals, runs)),
             wake: Notify::new(),
@@ -142,6 +148,7 @@ impl Crawler {
             stopping: AtomicBool::new(false),
             interrupted: AtomicBool::new(false),
             rendering,
+            operator,
             profile,
         };
         Ok((crawler, archived))

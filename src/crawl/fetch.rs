@@ -397,8 +397,10 @@ impl Crawler {
         parent: &Candidate,
         link: Outlink,
     ) -> Option<Candidate> {
+        // Seeds the operator added widen the scope as profile seeds do.
+        let widened = self.operator.scope();
         let rules = candidates::Rules {
-            scope: &self.scope,
+            scope: widened.as_deref().unwrap_or(&self.scope),
             rules: &self.rules,
             optout: &self.profile.optout,
             url_traps: self.url_traps.as_ref(),

@@ -28,11 +28,13 @@
 //! | `shared` | the scheduler's side of a shared (PostgreSQL) frontier: leases, polls | — |
 //! | `descriptors` | the open-file limit shared out: jobs and lookups at once | `Slots` |
 //! | `admission` | how many jobs may be held up inside the crawler at once (waiting for a CPU) | `Admitted` |
+//! | `control/` | the operator's orders over HTTP: API, console, `/metrics` (docs/control.md) | `Steering` |
 
 mod admission;
 mod archived;
 mod candidates;
 mod commits;
+mod control;
 mod decide;
 mod descriptors;
 mod disposition;
