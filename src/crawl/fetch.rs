@@ -100,6 +100,10 @@ impl Crawler {
         mut candidate: Candidate,
         thread: usize,
     ) -> Pace {
+        // An exclusion sent while the job was on its way: dropped, as if it had been queued.
+        if root.with(|key| self.dropped_by_operator(key, &candidate)) {
+            return Pace::idle();
+        }
         candidate.attempts += 1;
         let retries_left = candidate.attempts <= self.profile.politeness.max_retries;
         let hop = crate::scope::rules::mime_hop(&candidate.path);

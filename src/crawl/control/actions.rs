@@ -278,6 +278,19 @@ impl Crawler {
         dropped
     }
 
+    /// True when an order now covers a URL taken up before it came: dropped with its line and
+    /// settled in the frontier (the job sends nothing).
+    pub(in crate::crawl) fn dropped_by_operator(&self, key: &mut Key<Free>, c: &Candidate) -> bool {
+        let Some(rule) = self.operator.steering().covers(&c.url) else {
+            return false;
+        };
+        let extra = Some(json!({ "operator": rule }));
+        let status = crate::logs::crawllog::status::OUT_OF_SCOPE;
+        self.log_dropped(key, c, status, super::rules::OPERATOR, extra);
+        self.finished(key, &c.url);
+        true
+    }
+
     /// The operator's delay for a site, if it is longer than the pause a job asked for.
     pub(in crate::crawl) fn steered_pause(&self, origin: &str, base: Duration) -> Duration {
         match self.operator.steering().delay(origin) {

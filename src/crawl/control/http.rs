@@ -8,6 +8,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use std::io::Write as _;
+
 use anyhow::Context as _;
 use bytes::Bytes;
 use http_body_util::{BodyExt as _, Full, Limited};
@@ -107,11 +109,18 @@ fn shown(addr: SocketAddr) -> String {
 fn write_control_file(file: &std::path::Path, url: &str, token: &str) -> anyhow::Result<()> {
     use std::os::unix::fs::PermissionsExt as _;
     let text = serde_json::to_string_pretty(&json!({ "url": url, "token": token }))?;
-    // The temporary file is created 0600 and renamed: the token is never readable by others.
-    crate::warc::save_atomically(file, |out| out.write_all(format!("{text}\n").as_bytes()))
+    let dir = file.parent().unwrap_or(std::path::Path::new("."));
+    // Written to a file only its owner may read, then renamed: the token is never readable
+    // by others, not even for a moment.
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".control.json.")
+        .permissions(std::fs::Permissions::from_mode(0o600))
+        .tempfile_in(dir)
+        .with_context(|| format!("cannot write in {}", dir.display()))?;
+    tmp.write_all(format!("{text}\n").as_bytes())?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(file)
         .with_context(|| format!("cannot write {}", file.display()))?;
-    std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o600))
-        .with_context(|| format!("cannot restrict {}", file.display()))?;
     Ok(())
 }
 
