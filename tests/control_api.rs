@@ -201,9 +201,23 @@ fn after(site: &TestSite, t: Instant) -> Vec<(Instant, String)> {
         .collect()
 }
 
-fn start(dir: &Path, profile: &Path, label: &str) -> Child {
+/// The crawler, killed if the test fails before it stops it.
+struct Crawl(Child);
+
+impl Drop for Crawl {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start(dir: &Path, profile: &Path, label: &str) -> Crawl {
     let err = std::fs::File::create(dir.join(format!("{label}.stderr"))).unwrap();
-    start_crawl(dir, &profile.to_string_lossy(), Stdio::from(err))
+    Crawl(start_crawl(
+        dir,
+        &profile.to_string_lossy(),
+        Stdio::from(err),
+    ))
 }
 
 /// The bad requests: each refused with a 4xx and a JSON message, none changing anything.
@@ -525,8 +539,8 @@ fn steer_a_running_crawl_and_its_orders_survive_a_restart() {
     assert_eq!(status(&ep)["paused"], json!(true));
 
     // Killed while paused; the next run is paused too, and keeps every order.
-    crawl.kill().unwrap();
-    crawl.wait().unwrap();
+    crawl.0.kill().unwrap();
+    crawl.0.wait().unwrap();
     let t_restart = Instant::now();
     let mut crawl = start(dir.path(), &profile, "second");
     let ep2 = endpoint(&out, Some(&ep));
@@ -551,8 +565,8 @@ fn steer_a_running_crawl_and_its_orders_survive_a_restart() {
     );
     let (code, _) = call(&ep2, "POST", "/api/report", b"", Some(&ep2.token));
     assert_eq!(code, 200);
-    send_signal(&crawl, "INT");
-    crawl.wait().unwrap();
+    send_signal(&crawl.0, "INT");
+    crawl.0.wait().unwrap();
 
     // The delay held in both runs: site 1's gaps (server-side) are its new delay at least,
     // the first one after each order aside (a pause already running).

@@ -21,7 +21,7 @@ use crate::logs::report::{host_key, Stats};
 const KEPT: usize = 3600;
 /// crawl.log lines the status document ends with.
 const RECENT_LINES: usize = 200;
-/// Seconds between two points of the hour's chart.
+/// Seconds between two points of the hour's chart (at most).
 const CHART_STEP: usize = 10;
 
 /// The crawl's counters at one instant.
@@ -86,7 +86,9 @@ impl Sampler {
     /// The hour's chart: `[unix time, URLs/s, bytes/s, errors/s]` every ten seconds.
     fn chart(&self) -> Vec<[f64; 4]> {
         let s = self.samples.lock().unwrap_or_else(|p| p.into_inner());
-        let picked: Vec<&Sample> = s.iter().rev().step_by(CHART_STEP).collect();
+        // A point every ten seconds; every second while the crawl is young.
+        let step = (s.len() / 60).clamp(1, CHART_STEP);
+        let picked: Vec<&Sample> = s.iter().rev().step_by(step).collect();
         picked
             .windows(2)
             .rev()
@@ -297,23 +299,16 @@ fn site_states(rows: &[SiteRow]) -> [(&'static str, usize); 5] {
 /// One row of the site table: the scheduler's view and crawl.log's counts for its host.
 fn site_json(r: &SiteRow, stats: &Stats) -> Value {
     let host = stats.hosts.get(&host_key(&r.site));
-    let (urls, bytes, fetched, dropped) = host.map_or((0, 0, 0, 0), |h| {
-        let fetched = h.novel + h.duplicate + h.discarded;
-        let dropped = h.robots_precluded
-            + h.dropped.traps.values().sum::<u64>()
-            + h.dropped.quotas.values().sum::<u64>();
-        (h.urls, h.bytes, fetched, dropped)
+    let (urls, bytes, fetched, errors) = host.map_or((0, 0, 0, 0), |h| {
+        (h.urls, h.bytes, h.novel + h.duplicate + h.discarded, h.errors)
     });
     let mut v = serde_json::to_value(r).unwrap_or_else(|_| json!({ "site": r.site }));
     if let Some(o) = v.as_object_mut() {
         o.insert("urls".into(), json!(urls));
         o.insert("fetched".into(), json!(fetched));
         o.insert("bytes".into(), json!(bytes));
-        // Lines that are neither an answer kept nor a rule's drop: failures, refusals, errors.
-        o.insert(
-            "errors".into(),
-            json!(urls.saturating_sub(fetched + dropped)),
-        );
+        // Tries without an answer, and 5xx answers, as the totals count them.
+        o.insert("errors".into(), json!(errors));
     }
     v
 }
