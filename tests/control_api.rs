@@ -678,3 +678,117 @@ fn a_profile_off_loopback_needs_allow_remote_and_a_reason() {
     );
     assert_eq!(done.code, Some(0), "{}", done.stderr);
 }
+
+/// Requests a site got from `from` on, across every worker of a shared crawl.
+fn arrivals(site: &TestSite, from: Instant) -> Vec<Instant> {
+    after(site, from).into_iter().map(|(t, _)| t).collect()
+}
+
+#[test]
+fn an_order_sent_to_one_worker_of_a_shared_crawl_holds_on_both() {
+    let pg = common::pg_cluster::PgCluster::start(&["crawl"]);
+    let url = pg.url("crawl");
+    let dir = tempfile::tempdir().unwrap();
+    let sites: Vec<TestSite> = (0..4)
+        .map(|i| TestSite::start(IpAddr::from([127, 0, 0, 60 + i as u8]), endless()))
+        .collect();
+    let seeds: Vec<String> = sites.iter().map(|s| format!("{}/", s.origin())).collect();
+    let extra = format!("\n[frontier]\ndatabase = \"{url}\"\nlease_seconds = 6\n");
+    let mut workers = Vec::new();
+    let mut endpoints = Vec::new();
+    for w in 1..=2 {
+        let wdir = dir.path().join(format!("w{w}"));
+        std::fs::create_dir_all(&wdir).unwrap();
+        let p = profile(&wdir, &seeds, &extra);
+        workers.push(start(&wdir, &p, "worker"));
+        endpoints.push(endpoint(&wdir.join("out"), None));
+    }
+    assert!(
+        wait_until(PATIENCE, || sites.iter().all(|s| s.exchanges().len() >= 4)),
+        "the shared crawl did not get going"
+    );
+    // Orders are taken up by the other worker within a second: each check starts 1.5 s after
+    // the answer, generously.
+    let settle = Duration::from_millis(1500);
+
+    // An exclusion sent to worker 1 is in worker 2's orders, and no worker fetches a covered URL.
+    post(
+        &endpoints[0],
+        "/api/exclusions",
+        json!({ "regex": "/trap/" }),
+    );
+    let t_excl = Instant::now();
+    assert!(
+        wait_until(PATIENCE, || status(&endpoints[1])["orders"]["exclusions"]
+            .as_array()
+            .is_some_and(|a| a.len() == 1)),
+        "worker 2 never took up the exclusion"
+    );
+    // A delay sent to worker 2 holds for worker 1's requests too.
+    let answer = post(
+        &endpoints[1],
+        &site_path(&sites[0], "delay"),
+        json!({ "min_delay": 1.5 }),
+    );
+    assert_eq!(answer["min_delay"], json!(1.5));
+    let t_delay = Instant::now();
+    assert!(wait_until(PATIENCE, || arrivals(
+        &sites[0],
+        t_delay + settle
+    )
+    .len()
+        >= 5));
+    let times = arrivals(&sites[0], t_delay + settle);
+    let gaps: Vec<Duration> = times.windows(2).skip(1).map(|w| w[1] - w[0]).collect();
+    assert!(
+        gaps.iter().all(|g| *g >= Duration::from_millis(1450)),
+        "site 0's gaps across both workers: {gaps:?}"
+    );
+
+    // A pause sent to worker 2 stops both; a resume sent to worker 1 starts both.
+    post(&endpoints[1], "/api/pause", json!({}));
+    let t_pause = Instant::now();
+    assert!(wait_until(PATIENCE, || status(&endpoints[0])["paused"] == json!(true)));
+    std::thread::sleep(Duration::from_secs(4));
+    let all: Vec<&TestSite> = sites.iter().collect();
+    silent(
+        &all,
+        t_pause + settle,
+        Instant::now(),
+        "while the shared crawl was paused",
+    );
+    post(&endpoints[0], "/api/resume", json!({}));
+    let t_resume = Instant::now();
+    assert!(
+        wait_until(PATIENCE, || sites[1..].iter().all(|s| arrivals(
+            s, t_resume
+        )
+        .len()
+            >= 2)),
+        "no requests after the resume"
+    );
+    for w in &mut workers {
+        send_signal(&w.0, "INT");
+    }
+    for w in &mut workers {
+        w.0.wait().unwrap();
+    }
+    for s in &sites {
+        let traps: Vec<_> = (after(s, t_excl + settle).into_iter())
+            .filter(|(_, p)| p.starts_with("/trap/"))
+            .collect();
+        assert!(
+            traps.is_empty(),
+            "{}: excluded URLs fetched: {traps:?}",
+            s.origin()
+        );
+    }
+    for w in 1..=2 {
+        let run_log =
+            std::fs::read_to_string(dir.path().join(format!("w{w}/out/run.log"))).unwrap();
+        assert!(
+            run_log.contains("operator:"),
+            "worker {w}'s run.log says nothing of the orders"
+        );
+    }
+}

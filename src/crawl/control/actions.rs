@@ -164,7 +164,7 @@ impl Crawler {
         let text = rule.text();
         self.operator.change(|o| {
             if !o.exclusions.contains(&rule) {
-                o.exclusions.push(rule);
+                o.exclusions.push(rule.clone());
             }
             Ok(())
         })?;
@@ -239,7 +239,7 @@ impl Crawler {
     }
 
     /// Changes one site's orders (an entry with nothing left is removed).
-    fn change_site(&self, origin: &str, f: impl FnOnce(&mut SiteOrders)) -> Result<(), Refused> {
+    fn change_site(&self, origin: &str, f: impl Fn(&mut SiteOrders)) -> Result<(), Refused> {
         self.operator.change(|o| {
             let site = o.sites.entry(origin.to_string()).or_default();
             f(site);

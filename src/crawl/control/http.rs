@@ -33,7 +33,8 @@ const CONSOLE: &str = include_str!("console.html");
 /// A running endpoint; `close` stops it and removes `control.json`.
 pub(in crate::crawl) struct Endpoint {
     tasks: Vec<tokio::task::JoinHandle<()>>,
-    file: PathBuf,
+    /// `state/control.json` (None: the endpoint is off, only other workers' orders followed).
+    file: Option<PathBuf>,
 }
 
 impl Endpoint {
@@ -41,7 +42,9 @@ impl Endpoint {
         for t in self.tasks {
             t.abort();
         }
-        let _ = std::fs::remove_file(&self.file);
+        if let Some(file) = &self.file {
+            let _ = std::fs::remove_file(file);
+        }
     }
 }
 
@@ -55,11 +58,18 @@ struct Shared {
 /// Starts the endpoint the profile's `[control]` asks for (None: it is off), writes
 /// `state/control.json` (mode 0600) and prints where it is.
 pub(in crate::crawl) async fn serve(crawler: Arc<Crawler>) -> anyhow::Result<Option<Endpoint>> {
+    let follow = crawler
+        .operator
+        .shared()
+        .then(|| tokio::spawn(follow(crawler.clone())));
     let Some(listen) = crawler.profile.control.listen else {
         crawler
             .runlog
             .line("control endpoint: off ([control] listen = \"off\")");
-        return Ok(None);
+        return Ok(follow.map(|f| Endpoint {
+            tasks: vec![f],
+            file: None,
+        }));
     };
     let listener = tokio::net::TcpListener::bind(listen)
         .await
@@ -91,10 +101,29 @@ pub(in crate::crawl) async fn serve(crawler: Arc<Crawler>) -> anyhow::Result<Opt
     });
     let sampling = tokio::spawn(sample(shared.clone()));
     let accepting = tokio::spawn(accept(listener, shared));
+    let mut tasks = vec![sampling, accepting];
+    tasks.extend(follow);
     Ok(Some(Endpoint {
-        tasks: vec![sampling, accepting],
-        file,
+        tasks,
+        file: Some(file),
     }))
+}
+
+/// A shared crawl: the orders another worker received, taken up within half a second.
+async fn follow(crawler: Arc<Crawler>) {
+    let mut tick = tokio::time::interval(Duration::from_millis(250));
+    let mut root = Root::new();
+    loop {
+        tick.tick().await;
+        if crawler.operator.adopt_newer() {
+            let dropped = root.with(|key| crawler.steer_sched(key));
+            crawler.runlog.line(&format!(
+                "operator: orders from another worker taken up ({}; {dropped} queued URLs \
+                 dropped)",
+                super::summary(&crawler.operator.orders())
+            ));
+        }
+    }
 }
 
 /// The address as a URL shows it: an unspecified address is reached on loopback.
@@ -110,6 +139,8 @@ fn write_control_file(file: &std::path::Path, url: &str, token: &str) -> anyhow:
     use std::os::unix::fs::PermissionsExt as _;
     let text = serde_json::to_string_pretty(&json!({ "url": url, "token": token }))?;
     let dir = file.parent().unwrap_or(std::path::Path::new("."));
+    // A shared crawl keeps no frontier in state/: the folder may not exist yet.
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     // Written to a file only its owner may read, then renamed: the token is never readable
     // by others, not even for a moment.
     let mut tmp = tempfile::Builder::new()

@@ -8,6 +8,7 @@
 //! | `actions` | each order carried out: saved, logged in run.log, handed to the scheduler |
 //! | `status` | the status document, the rates, `/metrics` |
 //! | `http` | the endpoint: hyper's server, the token, routes, limits |
+//! | `sync` | a shared crawl's orders, in its database, polled by every worker |
 //!
 //! The orders live here, not in the scheduler: `state/operator.json` is written with no engine
 //! lock held, and the scheduler is handed a new [`Steering`] snapshot through one method.
@@ -16,9 +17,10 @@ mod actions;
 mod http;
 pub(super) mod rules;
 mod status;
+mod sync;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use crate::scope::Scope;
@@ -42,6 +44,10 @@ pub(super) struct Operator {
     scope_settings: crate::scope::ScopeSettings,
     profile_seeds: Vec<url::Url>,
     widened: RwLock<Option<Arc<Scope>>>,
+    /// A shared crawl's orders in its database (None: a crawl of its own), and the version
+    /// of them these orders are.
+    db: Option<sync::OrdersDb>,
+    version: AtomicI64,
 }
 
 impl Operator {
@@ -62,6 +68,7 @@ impl Operator {
             }),
             Err(_) => Orders::default(),
         };
+        let (db, version, orders) = shared_orders(profile, runlog, orders);
         let (steering, problems) = Compiled::new(&orders);
         for p in problems {
             runlog.line(&format!(
@@ -83,9 +90,58 @@ impl Operator {
             profile_seeds: profile.seeds.clone(),
             widened: RwLock::new(None),
             orders: Mutex::new(orders),
+            db,
+            version: AtomicI64::new(version),
         };
         operator.widen();
+        if operator.db.is_some() {
+            operator.save(&operator.orders());
+        }
         operator
+    }
+
+    /// True for a shared crawl, whose orders other workers may change.
+    pub(super) fn shared(&self) -> bool {
+        self.db.is_some()
+    }
+
+    /// Takes up the orders another worker wrote, if newer than ours; true when it did.
+    pub(super) fn adopt_newer(&self) -> bool {
+        let Some(db) = &self.db else {
+            return false;
+        };
+        let mut orders = self.orders.lock().unwrap_or_else(|p| p.into_inner());
+        let Some((version, newer)) = db.newer(self.version.load(Ordering::SeqCst)) else {
+            return false;
+        };
+        self.install(&mut orders, newer, version);
+        true
+    }
+
+    /// Makes `next` the orders in force (saved, compiled, the pause set), as of `version`.
+    fn install(&self, orders: &mut Orders, next: Orders, version: i64) {
+        self.save(&next);
+        let (compiled, _) = Compiled::new(&next);
+        self.paused.store(next.paused, Ordering::SeqCst);
+        *orders = next;
+        *self.steering.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(compiled);
+        self.version.store(version, Ordering::SeqCst);
+        let added: Vec<url::Url> = (orders.seeds.iter())
+            .filter_map(|s| url::Url::parse(s).ok())
+            .collect();
+        self.widen_with(added);
+    }
+
+    /// Writes `state/operator.json` (atomically); false when it could not be.
+    fn save(&self, orders: &Orders) -> bool {
+        if let Some(dir) = self.path.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        crate::warc::save_atomically(&self.path, |out| {
+            serde_json::to_writer_pretty(&mut *out, orders)?;
+            out.write_all(b"\n")
+        })
+        .is_ok()
     }
 
     /// The scope widened by the seeds the operator added (None: none added).
@@ -101,6 +157,10 @@ impl Operator {
         let added: Vec<url::Url> = (self.orders().seeds.iter())
             .filter_map(|s| url::Url::parse(s).ok())
             .collect();
+        self.widen_with(added);
+    }
+
+    fn widen_with(&self, added: Vec<url::Url>) {
         let scope = (!added.is_empty()).then(|| {
             let mut all = self.profile_seeds.clone();
             all.extend(added);
@@ -130,31 +190,62 @@ impl Operator {
             .clone()
     }
 
-    /// Changes the orders with `f`, saves them (atomically) and compiles them again. Nothing
-    /// changes when `f` refuses or the file cannot be written.
+    /// Changes the orders with `f`, saves them (atomically) and compiles them again; in a
+    /// shared crawl, over the database's latest orders, written back there first. Nothing
+    /// changes when `f` refuses or the orders cannot be saved.
     fn change<T>(
         &self,
-        f: impl FnOnce(&mut Orders) -> Result<T, actions::Refused>,
+        mut f: impl FnMut(&mut Orders) -> Result<T, actions::Refused>,
     ) -> Result<(T, Arc<Compiled>), actions::Refused> {
         let mut orders = self.orders.lock().unwrap_or_else(|p| p.into_inner());
-        let mut next = orders.clone();
-        let value = f(&mut next)?;
-        let saved = crate::warc::save_atomically(&self.path, |out| {
-            serde_json::to_writer_pretty(&mut *out, &next)?;
-            out.write_all(b"\n")
-        });
-        if let Err(e) = saved {
-            return Err(actions::Refused::server(format!(
-                "cannot save {}: {e}",
-                self.path.display()
-            )));
+        let server = |e: String| actions::Refused::server(e);
+        // A shared crawl: a few tries, in case other workers write at the same moment.
+        for _ in 0..5 {
+            let (version, base) = match &self.db {
+                Some(db) => db.fetch().map_err(server)?,
+                None => (0, orders.clone()),
+            };
+            let mut next = base;
+            let value = f(&mut next)?;
+            if let Some(db) = &self.db {
+                if !db.publish(version, &next).map_err(server)? {
+                    continue;
+                }
+            } else if !self.save(&next) {
+                return Err(server(format!("cannot save {}", self.path.display())));
+            }
+            let version = if self.db.is_some() { version + 1 } else { 0 };
+            self.install(&mut orders, next, version);
+            return Ok((value, self.steering()));
         }
-        let (compiled, _) = Compiled::new(&next);
-        let compiled = Arc::new(compiled);
-        self.paused.store(next.paused, Ordering::SeqCst);
-        *orders = next;
-        *self.steering.write().unwrap_or_else(|p| p.into_inner()) = compiled.clone();
-        Ok((value, compiled))
+        Err(server(
+            "the shared orders kept changing under this one: try again".into(),
+        ))
+    }
+}
+
+/// A shared crawl's orders, which win over this worker's own file; run.log says so.
+fn shared_orders(
+    profile: &crate::config::Profile,
+    runlog: &crate::logs::runlog::RunLog,
+    own: Orders,
+) -> (Option<sync::OrdersDb>, i64, Orders) {
+    let Some(url) = profile.frontier.database_with_env() else {
+        return (None, 0, own);
+    };
+    let opened = sync::OrdersDb::open(&url).and_then(|db| {
+        let (version, orders) = db.fetch()?;
+        Ok((db, version, orders))
+    });
+    match opened {
+        Ok((db, version, orders)) => (Some(db), version, orders),
+        Err(e) => {
+            runlog.line(&format!(
+                "operator: cannot share the orders through the database ({e}): this worker's \
+                 orders are its own"
+            ));
+            (None, 0, own)
+        }
     }
 }
 

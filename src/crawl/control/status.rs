@@ -300,7 +300,12 @@ fn site_states(rows: &[SiteRow]) -> [(&'static str, usize); 5] {
 fn site_json(r: &SiteRow, stats: &Stats) -> Value {
     let host = stats.hosts.get(&host_key(&r.site));
     let (urls, bytes, fetched, errors) = host.map_or((0, 0, 0, 0), |h| {
-        (h.urls, h.bytes, h.novel + h.duplicate + h.discarded, h.errors)
+        (
+            h.urls,
+            h.bytes,
+            h.novel + h.duplicate + h.discarded,
+            h.errors,
+        )
     });
     let mut v = serde_json::to_value(r).unwrap_or_else(|_| json!({ "site": r.site }));
     if let Some(o) = v.as_object_mut() {
