@@ -39,7 +39,9 @@ pub(super) async fn run(profile: Profile) -> anyhow::Result<Ended> {
     let mut root = Root::new();
     if !root.with(|key| crawler.begin(key, &archived)) {
         resolver.abort();
-        control.map(|c| c.close());
+        control
+            .into_iter()
+            .for_each(super::control::Endpoint::close);
         return crawler
             .leave_complete(&mut root)
             .await
@@ -55,7 +57,9 @@ pub(super) async fn run(profile: Profile) -> anyhow::Result<Ended> {
     renders.abort();
     resolver.abort();
     reports.abort();
-    control.map(|c| c.close());
+    control
+        .into_iter()
+        .for_each(super::control::Endpoint::close);
     crawler.finish(&mut root).await.map(Ended::Ran)
 }
 

@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use crate::scope::Scope;
 
-pub(super) use http::serve;
+pub(super) use http::{serve, Endpoint};
 pub(crate) use rules::Steering;
 use rules::{Orders, Steering as Compiled};
 pub(super) use status::Sampler;
