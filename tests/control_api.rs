@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use common::output::{crawl_log, LogLine};
 use common::site::{html, response, Handler, Request, TestSite};
-use common::tools::{send_signal, start_crawl, wait_until};
+use common::tools::{run_archiver, send_signal, start_crawl, wait_until};
 use serde_json::{json, Value};
 
 const UA: &str = "archiver/0.1 (+https://example.org/archiver-tests)";
@@ -462,10 +462,33 @@ fn steer_a_running_crawl_and_its_orders_survive_a_restart() {
     let answer = post(&ep, &site_path(&sites[3], "retire"), Value::Null);
     let t_retire = Instant::now();
     assert!(answer["dropped"].as_u64().is_some(), "{answer}");
-    post(
-        &ep,
-        "/api/seeds",
-        json!({ "urls": [format!("{}/", sites[8].origin())] }),
+    // The seed from the shell: `archiver control` finds the endpoint in control.json.
+    let p = profile.to_string_lossy().to_string();
+    let seed = format!("{}/", sites[8].origin());
+    let done = run_archiver(
+        &["control", "--profile", &p, "seed", &seed],
+        dir.path(),
+        "seed",
+    );
+    assert_eq!(done.code, Some(0), "{}", done.stderr);
+    assert!(done.stdout.contains(&seed), "{}", done.stdout);
+    let done = run_archiver(
+        &["control", "--profile", &p, "status"],
+        dir.path(),
+        "status",
+    );
+    assert_eq!(done.code, Some(0), "{}", done.stderr);
+    assert!(done.stdout.contains(&sites[1].origin()), "{}", done.stdout);
+    let done = run_archiver(
+        &["control", "--profile", &p, "exclude", "--regex", "("],
+        dir.path(),
+        "bad",
+    );
+    assert_eq!(
+        done.code,
+        Some(1),
+        "a bad regex from the shell: {}",
+        done.stderr
     );
     // The added seed is crawled, and its links followed (its origin joined the scope).
     assert!(
@@ -645,6 +668,14 @@ fn steer_a_running_crawl_and_its_orders_survive_a_restart() {
         !out.join("state").join("control.json").exists(),
         "control.json outlived the crawl"
     );
+    let p = profile.to_string_lossy().to_string();
+    let done = run_archiver(
+        &["control", "--profile", &p, "status", "--json"],
+        dir.path(),
+        "gone",
+    );
+    assert_eq!(done.code, Some(2), "no crawl runs: {}", done.stderr);
+    assert!(done.stderr.contains("no running crawl"), "{}", done.stderr);
 }
 
 #[test]
@@ -661,7 +692,7 @@ fn a_profile_off_loopback_needs_allow_remote_and_a_reason() {
     ];
     for (extra, said) in cases {
         let p = profile(dir.path(), &seeds, extra);
-        let done = common::tools::run_archiver(
+        let done = run_archiver(
             &["profile", "check", &p.to_string_lossy()],
             dir.path(),
             "check",
@@ -671,7 +702,7 @@ fn a_profile_off_loopback_needs_allow_remote_and_a_reason() {
     }
     let ok = "[control]\nlisten = \"0.0.0.0:0\"\nallow_remote = true\nreason = \"behind the lab's TLS proxy\"\n";
     let p = profile(dir.path(), &seeds, ok);
-    let done = common::tools::run_archiver(
+    let done = run_archiver(
         &["profile", "check", &p.to_string_lossy()],
         dir.path(),
         "check",
