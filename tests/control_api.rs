@@ -738,6 +738,14 @@ fn an_order_sent_to_one_worker_of_a_shared_crawl_holds_on_both() {
         wait_until(PATIENCE, || sites.iter().all(|s| s.exchanges().len() >= 4)),
         "the shared crawl did not get going"
     );
+    // Each worker's status lists both workers, as the database knows them.
+    assert!(
+        wait_until(PATIENCE, || status(&endpoints[0])["workers"]
+            .as_array()
+            .is_some_and(|w| w.len() == 2)),
+        "the status does not list both workers: {}",
+        status(&endpoints[0])["workers"]
+    );
     // Orders are taken up by the other worker within a second: each check starts 1.5 s after
     // the answer, generously.
     let settle = Duration::from_millis(1500);

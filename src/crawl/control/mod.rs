@@ -100,6 +100,11 @@ impl Operator {
         operator
     }
 
+    /// A shared crawl's workers as its database lists them (None: a crawl of its own).
+    pub(super) fn workers(&self) -> Option<Vec<serde_json::Value>> {
+        self.db.as_ref().map(sync::OrdersDb::workers)
+    }
+
     /// True for a shared crawl, whose orders other workers may change.
     pub(super) fn shared(&self) -> bool {
         self.db.is_some()

@@ -169,7 +169,10 @@ impl Crawler {
             "chart": sampler.chart(),
             "sites": sites,
             "orders": self.operator.orders(),
-            "workers": [ { "worker": worker_label(), "in_flight": snap.running } ],
+            "worker": worker_label(),
+            "workers": self.operator.workers().unwrap_or_else(|| {
+                vec![json!({ "worker": worker_label(), "in_flight": snap.running })]
+            }),
             "crawl_log": recent_lines(&self.profile.output_dir.join("crawl.log"), RECENT_LINES),
         })
     }

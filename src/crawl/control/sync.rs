@@ -15,7 +15,9 @@ use super::rules::Orders;
 /// How often a worker looks for another worker's orders.
 const POLL: Duration = Duration::from_millis(500);
 
-const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS operator_orders (\
+/// In the schema of the frontier's tables (`frontier/postgres/schema.rs`), which the frontier
+/// has created by the time the orders are opened.
+const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS archiver.operator_orders (\
     id integer PRIMARY KEY, version bigint NOT NULL, orders text NOT NULL)";
 
 enum Req {
@@ -28,6 +30,8 @@ pub(super) struct OrdersDb {
     tx: Mutex<mpsc::Sender<Req>>,
     /// The last version polled, for the async side to adopt.
     inbox: Arc<Mutex<Option<(i64, Orders)>>>,
+    /// The crawl's workers as the database last told (for the status document).
+    workers: Arc<Mutex<Vec<serde_json::Value>>>,
 }
 
 impl OrdersDb {
@@ -37,6 +41,8 @@ impl OrdersDb {
         let (ready_tx, ready_rx) = mpsc::channel();
         let inbox = Arc::new(Mutex::new(None));
         let polled = inbox.clone();
+        let workers = Arc::new(Mutex::new(Vec::new()));
+        let seen = workers.clone();
         let url = url.to_string();
         std::thread::Builder::new()
             .name("operator-orders".into())
@@ -51,7 +57,7 @@ impl OrdersDb {
                         return;
                     }
                 };
-                serve(client, rx, &polled);
+                serve(client, rx, &polled, &seen);
             })
             .map_err(|e| format!("cannot start the orders' thread: {e}"))?;
         ready_rx
@@ -60,6 +66,7 @@ impl OrdersDb {
         Ok(OrdersDb {
             tx: Mutex::new(tx),
             inbox,
+            workers,
         })
     }
 
@@ -83,6 +90,14 @@ impl OrdersDb {
         inbox.as_ref().filter(|(v, _)| *v > than).cloned()
     }
 
+    /// The crawl's workers: name, URLs done, seconds since their last sign of life, ended.
+    pub(super) fn workers(&self) -> Vec<serde_json::Value> {
+        self.workers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
     fn send(&self, req: Req) -> Result<(), String> {
         let tx = self.tx.lock().unwrap_or_else(|p| p.into_inner());
         tx.send(req).map_err(|_| gone())
@@ -102,7 +117,7 @@ fn connect(url: &str) -> Result<postgres::Client, String> {
     }
     client
         .execute(
-            "INSERT INTO operator_orders (id, version, orders) VALUES (1, 0, '{}') \
+            "INSERT INTO archiver.operator_orders (id, version, orders) VALUES (1, 0, '{}') \
              ON CONFLICT (id) DO NOTHING",
             &[],
         )
@@ -115,6 +130,7 @@ fn serve(
     mut client: postgres::Client,
     rx: mpsc::Receiver<Req>,
     inbox: &Mutex<Option<(i64, Orders)>>,
+    workers: &Mutex<Vec<serde_json::Value>>,
 ) {
     loop {
         match rx.recv_timeout(POLL) {
@@ -128,6 +144,9 @@ fn serve(
                 if let Ok(now) = read(&mut client) {
                     *inbox.lock().unwrap_or_else(|p| p.into_inner()) = Some(now);
                 }
+                if let Ok(list) = read_workers(&mut client) {
+                    *workers.lock().unwrap_or_else(|p| p.into_inner()) = list;
+                }
             }
             Err(mpsc::RecvTimeoutError::Disconnected) => return,
         }
@@ -137,7 +156,7 @@ fn serve(
 fn read(client: &mut postgres::Client) -> Result<(i64, Orders), String> {
     let row = client
         .query_one(
-            "SELECT version, orders FROM operator_orders WHERE id = 1",
+            "SELECT version, orders FROM archiver.operator_orders WHERE id = 1",
             &[],
         )
         .map_err(|e| format!("cannot read the shared orders: {e}"))?;
@@ -152,10 +171,26 @@ fn write(client: &mut postgres::Client, expect: i64, orders: &Orders) -> Result<
     let text = serde_json::to_string(orders).map_err(|e| e.to_string())?;
     let n = client
         .execute(
-            "UPDATE operator_orders SET version = version + 1, orders = $2 \
+            "UPDATE archiver.operator_orders SET version = version + 1, orders = $2 \
              WHERE id = 1 AND version = $1",
             &[&expect, &text],
         )
         .map_err(|e| format!("cannot write the shared orders: {e}"))?;
     Ok(n == 1)
+}
+
+fn read_workers(client: &mut postgres::Client) -> Result<Vec<serde_json::Value>, postgres::Error> {
+    let rows = client.query(
+        "SELECT name, done, EXTRACT(EPOCH FROM (now() - heartbeat))::float8, ended IS NOT NULL \
+         FROM archiver.workers ORDER BY name",
+        &[],
+    )?;
+    Ok(rows
+        .iter()
+        .map(|r| {
+            let (name, done, silent, ended): (String, i64, f64, bool) =
+                (r.get(0), r.get(1), r.get(2), r.get(3));
+            serde_json::json!({ "worker": name, "done": done, "silent_for": silent, "ended": ended })
+        })
+        .collect())
 }
