@@ -286,6 +286,9 @@ fn refuses_what_it_should(ep: &Endpoint, known: &TestSite) {
         ),
         ("POST", site_path(known, "explode"), b"".to_vec(), 404),
         ("GET", "/api/pause".into(), b"".to_vec(), 405),
+        ("PUT", "/api/seeds".into(), b"".to_vec(), 405),
+        ("POST", "/api/status".into(), b"".to_vec(), 405),
+        ("POST", "/api/sites//hold".into(), b"".to_vec(), 400),
         ("GET", "/api/nothing".into(), b"".to_vec(), 404),
     ];
     for (method, path, body, want) in bad {

@@ -218,9 +218,9 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Answer, I
                 Err(r) => refused(r.status, &r.message),
             }
         }
-        (Method::POST, _) => post(shared, &path, req).await,
         (_, "/api/status" | "/metrics") => refused(405, "use GET"),
-        _ if route(&path, &Value::Null).is_ok() => refused(405, "use POST"),
+        (Method::POST, _) => post(shared, &path, req).await,
+        _ if is_action(&path) => refused(405, "use POST"),
         _ => refused(404, "no such path; see docs/control.md"),
     })
 }
@@ -286,6 +286,18 @@ fn route(path: &str, body: &Value) -> Result<Action, Refused> {
             Ok(Action::Site(parse_origin(&site)?, order))
         }
     }
+}
+
+/// A path of an action (answered 405 to any method but POST).
+fn is_action(path: &str) -> bool {
+    let fixed = [
+        "/api/pause",
+        "/api/resume",
+        "/api/report",
+        "/api/seeds",
+        "/api/exclusions",
+    ];
+    fixed.contains(&path) || path.starts_with("/api/sites/")
 }
 
 #[derive(Deserialize)]
@@ -450,6 +462,8 @@ mod tests {
             404
         );
         assert_eq!(route("/api/nothing", &Value::Null).unwrap_err().status, 404);
+        assert!(is_action("/api/seeds") && is_action("/api/sites/x/hold"));
+        assert!(!is_action("/api/status") && !is_action("/metrics"));
     }
 
     #[test]
