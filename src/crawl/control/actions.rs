@@ -112,7 +112,7 @@ impl Crawler {
             (false, false) => "operator: resume (was not paused)",
         };
         self.runlog.line(line);
-        self.steer_sched(key);
+        self.steer_sched(key, false);
         Ok(json!({ "paused": paused }))
     }
 
@@ -168,7 +168,7 @@ impl Crawler {
             }
             Ok(())
         })?;
-        let dropped = self.steer_sched(key);
+        let dropped = self.steer_sched(key, true);
         self.runlog.line(&format!(
             "operator: exclude {text}: {dropped} queued URLs dropped, new ones refused"
         ));
@@ -226,14 +226,14 @@ impl Crawler {
                     }
                     Ok(())
                 })?;
-                let dropped = self.steer_sched(key);
+                let dropped = self.steer_sched(key, true);
                 self.runlog.line(&format!(
                     "operator: {origin}: retired ({dropped} queued URLs dropped)"
                 ));
                 return Ok(json!({ "site": origin, "retired": true, "dropped": dropped }));
             }
         };
-        self.steer_sched(key);
+        self.steer_sched(key, false);
         self.with_sched(key, |s| s.site_back(&origin, Clock::now()));
         Ok(answer)
     }
@@ -268,11 +268,16 @@ impl Crawler {
             || self.profile.seeds.iter().any(|s| origin_of(s) == origin)
     }
 
-    /// Hands the scheduler the orders now in force and drops what they cover; how many.
-    pub(super) fn steer_sched(&self, key: &mut Key<Free>) -> usize {
+    /// Hands the scheduler the orders now in force and, after a new exclusion or retired site
+    /// (`drop`), drops the queued URLs they cover; how many.
+    pub(super) fn steer_sched(&self, key: &mut Key<Free>, drop: bool) -> usize {
         let dropped = self.with_sched(key, |s| {
             s.steer(self.operator.steering());
-            s.drop_covered()
+            if drop {
+                s.drop_covered()
+            } else {
+                0
+            }
         });
         self.wake.notify_one();
         dropped

@@ -115,8 +115,8 @@ async fn follow(crawler: Arc<Crawler>) {
     let mut root = Root::new();
     loop {
         tick.tick().await;
-        if crawler.operator.adopt_newer() {
-            let dropped = root.with(|key| crawler.steer_sched(key));
+        if let Some(narrower) = crawler.operator.adopt_newer() {
+            let dropped = root.with(|key| crawler.steer_sched(key, narrower));
             crawler.runlog.line(&format!(
                 "operator: orders from another worker taken up ({}; {dropped} queued URLs \
                  dropped)",

@@ -110,22 +110,21 @@ impl Operator {
         self.db.is_some()
     }
 
-    /// Takes up the orders another worker wrote, if newer than ours; true when it did.
-    pub(super) fn adopt_newer(&self) -> bool {
-        let Some(db) = &self.db else {
-            return false;
-        };
+    /// Takes up the orders another worker wrote, if newer than ours: None when there were
+    /// none, else whether they exclude more (queued URLs may have to be dropped).
+    pub(super) fn adopt_newer(&self) -> Option<bool> {
+        let db = self.db.as_ref()?;
         let mut orders = self.orders.lock().unwrap_or_else(|p| p.into_inner());
-        let Some((version, newer)) = db.newer(self.version.load(Ordering::SeqCst)) else {
-            return false;
-        };
+        let (version, newer) = db.newer(self.version.load(Ordering::SeqCst))?;
+        let narrower = newer.exclusions != orders.exclusions || newer.retired != orders.retired;
+        // The database is the orders' home; the file is this worker's copy.
+        self.save(&newer);
         self.install(&mut orders, newer, version);
-        true
+        Some(narrower)
     }
 
-    /// Makes `next` the orders in force (saved, compiled, the pause set), as of `version`.
+    /// Makes `next` the orders in force (compiled, the pause set), as of `version`.
     fn install(&self, orders: &mut Orders, next: Orders, version: i64) {
-        self.save(&next);
         let (compiled, _) = Compiled::new(&next);
         self.paused.store(next.paused, Ordering::SeqCst);
         *orders = next;
@@ -216,6 +215,8 @@ impl Operator {
                 if !db.publish(version, &next).map_err(server)? {
                     continue;
                 }
+                // Published: in force on every worker. This worker's copy follows.
+                self.save(&next);
             } else if !self.save(&next) {
                 return Err(server(format!("cannot save {}", self.path.display())));
             }
