@@ -439,9 +439,17 @@ fn steer_a_running_crawl_and_its_orders_survive_a_restart() {
     );
     refuses_what_it_should(&ep, &sites[1]);
 
-    // Exclusions: a SURT prefix (the CDX spelling) for site 0's /trap/, a regex for everyone's.
+    // Exclusions: a SURT prefix (Python surt's spelling) for site 0's /trap, a regex for all.
     let a0 = sites[0].addr;
-    let prefix = format!("{}:{})/trap/", a0.ip(), a0.port());
+    // As Python's `surt` writes it: the address reversed, no trailing slash.
+    let reversed: Vec<String> = a0
+        .ip()
+        .to_string()
+        .split('.')
+        .rev()
+        .map(str::to_string)
+        .collect();
+    let prefix = format!("{}:{})/trap", reversed.join(","), a0.port());
     let answer = post(&ep, "/api/exclusions", json!({ "surt_prefix": prefix }));
     let t_prefix = Instant::now();
     assert!(answer["dropped"].is_u64(), "{answer}");

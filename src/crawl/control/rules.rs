@@ -68,7 +68,7 @@ pub(crate) struct BadRule(pub(crate) String);
 /// An exclusion ready to match.
 #[derive(Debug)]
 enum Matcher {
-    /// The prefix in the Heritrix form `surt_prefix_form` writes, https as http.
+    /// The prefix in the one form of [`canonical`].
     Prefix(String),
     Regex(Regex),
 }
@@ -119,7 +119,7 @@ impl Steering {
         if self.retired.contains(&origin) {
             return Some(format!("retired {origin}"));
         }
-        let form = comparable(surt_prefix_form(url));
+        let form = canonical(&surt_prefix_form(url));
         self.exclusions
             .iter()
             .find(|(_, m)| match m {
@@ -168,46 +168,79 @@ fn compile(rule: &Rule) -> Result<Matcher, BadRule> {
     }
 }
 
-/// A SURT prefix in any of its usual spellings, as the form the crawler matches: Heritrix's
-/// `http://(com,example,)/docs/`, the CDX form `com,example)/docs/` (pywb, `surt`), or a URL.
+/// A SURT prefix in any of its usual spellings, in the form URLs are matched in: Heritrix's
+/// `http://(org,example,)/docs/`, Python `surt`'s `org,example)/docs` (addresses reversed:
+/// `1,0,0,127:8080)/trap`, with or without `http://(`), or a URL (its folder; a bare host: the
+/// host and its subdomains).
 fn surt_prefix(text: &str) -> Result<String, BadRule> {
-    let text = text.trim();
-    if text.is_empty() {
-        return Err(BadRule(
-            "an empty SURT prefix would exclude everything".into(),
-        ));
+    let text = text.trim().to_ascii_lowercase();
+    if text.is_empty() || text.chars().any(char::is_whitespace) {
+        return Err(BadRule("a SURT prefix is one word, not empty".into()));
     }
-    let heritrix = if !text.contains("://") && text.contains(')') {
-        cdx_to_heritrix(text)
-    } else {
-        text.to_string()
+    let surt = match text.split_once("://") {
+        Some((_, rest)) if rest.starts_with('(') => text.clone(),
+        Some(_) => parse_surt_prefix(&text).map_err(BadRule)?,
+        None if text.contains(')') || text.contains(',') => text.clone(),
+        None => parse_surt_prefix(&text).map_err(BadRule)?,
     };
-    parse_surt_prefix(&heritrix).map_err(BadRule)
+    if let Some((scheme, _)) = surt.split_once("://") {
+        if !matches!(scheme, "http" | "https") {
+            return Err(BadRule(format!("{text:?}: only http(s) URLs are crawled")));
+        }
+    }
+    let form = canonical(&surt);
+    if form.starts_with([',', ':', ')']) || form.is_empty() {
+        return Err(BadRule(format!("{text:?} names no host")));
+    }
+    Ok(form)
 }
 
-/// `com,example:8080)/docs` → `http://(com,example,:8080)/docs`; an address stays as it is
-/// (`127.0.0.1:8080)/` → `http://(127.0.0.1:8080)/`), as `surt_prefix_form` writes it.
-fn cdx_to_heritrix(text: &str) -> String {
-    let (host, rest) = text.split_once(')').unwrap_or((text, ""));
+/// One form for every spelling of a SURT: no scheme, the host's labels reversed and each
+/// followed by a comma (an IPv4 address too, as Python's `surt` writes it), `www` dropped (as
+/// `surt` drops it), then `:port`, `)` and the path: `http://www.Example.com:8080/a` and
+/// `com,example:8080)/a` are both `com,example,:8080)/a`. A prefix that stops inside the host
+/// (`com,example,`: the domain and its subdomains) keeps its open end.
+fn canonical(form: &str) -> String {
+    let lower = form.to_ascii_lowercase();
+    let rest = lower.split_once("://").map_or(lower.as_str(), |(_, r)| r);
+    let rest = rest.strip_prefix('(').unwrap_or(rest);
+    let (host, tail) = match rest.split_once(')') {
+        Some((h, t)) => (h, Some(t)),
+        None => (rest, None),
+    };
     let (name, port) = match host.rsplit_once(':') {
-        Some((n, p)) if p.chars().all(|c| c.is_ascii_digit()) => (n, format!(":{p}")),
-        _ => (host, String::new()),
+        Some((n, p)) if !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()) => (n, Some(p)),
+        _ => (host, None),
     };
-    let is_address = name.parse::<std::net::IpAddr>().is_ok();
-    let comma = if is_address || name.ends_with(',') {
-        ""
-    } else {
-        ","
+    let mut labels: Vec<String> = match name.parse::<std::net::Ipv4Addr>() {
+        Ok(ip) => ip.octets().iter().rev().map(u8::to_string).collect(),
+        Err(_) => name
+            .split(',')
+            .filter(|l| !l.is_empty())
+            .map(str::to_string)
+            .collect(),
     };
-    format!("http://({name}{comma}{port}){rest}")
-}
-
-/// `https://…` compared as `http://…`, as the profile's SURT prefixes are.
-fn comparable(form: String) -> String {
-    match form.strip_prefix("https://") {
-        Some(rest) => format!("http://{rest}"),
-        None => form,
+    if labels.len() > 1 && labels.last().is_some_and(|l| l == "www") {
+        labels.pop();
     }
+    let mut out = String::with_capacity(form.len() + 2);
+    for l in &labels {
+        out.push_str(l);
+        out.push(',');
+    }
+    let open_end = tail.is_none() && port.is_none() && !name.ends_with(',');
+    if open_end {
+        out.pop(); // `com,exam` is a prefix of `com,example,`
+    }
+    if let Some(p) = port {
+        out.push(':');
+        out.push_str(p);
+    }
+    if let Some(t) = tail {
+        out.push(')');
+        out.push_str(t);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -233,7 +266,9 @@ mod tests {
         for p in [
             "http://(com,example,)/trap/",
             "com,example)/trap/",
+            "http://(com,example)/trap/",
             "https://example.com/trap/x.html",
+            "https://www.example.com/trap/",
         ] {
             let s = steering(&[Rule::SurtPrefix(p.into())]);
             assert!(s.covers(&url("http://example.com/trap/a")).is_some(), "{p}");
@@ -244,9 +279,26 @@ mod tests {
             );
             assert!(s.covers(&url("http://example.org/trap/a")).is_none(), "{p}");
         }
-        let s = steering(&[Rule::SurtPrefix("127.0.0.1:8080)/t".into())]);
-        assert!(s.covers(&url("http://127.0.0.1:8080/t1")).is_some());
-        assert!(s.covers(&url("http://127.0.0.1:8081/t1")).is_none());
+        // An address as Heritrix writes it, as Python's `surt` does (reversed), and as a URL.
+        for p in [
+            "127.0.0.1:8080)/t",
+            "1,0,0,127:8080)/t",
+            "http://(1,0,0,127:8080)/t",
+            "http://(127.0.0.1:8080)/t",
+            "http://127.0.0.1:8080/t",
+        ] {
+            let s = steering(&[Rule::SurtPrefix(p.into())]);
+            assert!(s.covers(&url("http://127.0.0.1:8080/t1")).is_some(), "{p}");
+            assert!(s.covers(&url("http://127.0.0.1:8081/t1")).is_none(), "{p}");
+            assert!(s.covers(&url("http://127.0.0.2:8080/t1")).is_none(), "{p}");
+        }
+        // A bare domain: the host and its subdomains, not a longer name.
+        for p in ["example.com", "http://(com,example,", "com,example,"] {
+            let s = steering(&[Rule::SurtPrefix(p.into())]);
+            assert!(s.covers(&url("http://a.example.com/x")).is_some(), "{p}");
+            assert!(s.covers(&url("http://example.com/")).is_some(), "{p}");
+            assert!(s.covers(&url("http://example.community/")).is_none(), "{p}");
+        }
     }
 
     #[test]
