@@ -11,7 +11,7 @@ use archiver::config::Profile;
 #[path = "main/cli.rs"]
 mod cli;
 
-use cli::{AboutFormat, Cli, Command, DiffFormat, OptoutCommand, ProfileCommand};
+use cli::{AboutFormat, Cli, Command, ControlOrder, DiffFormat, OptoutCommand, ProfileCommand};
 
 // mimalloc instead of glibc's malloc: at 10,000 sites glibc kept the memory the requests in
 // flight freed, so the RSS grew with the crawl, and allocation was a fifth of the CPU
@@ -69,6 +69,7 @@ fn main() -> ExitCode {
             _,
         ) => init(&file),
         (Some(Command::Status { profile, json }), _) => status(&profile, json),
+        (Some(Command::Control { profile, order }), _) => control(&profile, order),
         (Some(Command::Index { warcs, output }), _) => index(&warcs, output.as_deref()),
         (
             Some(Command::Diff {
@@ -136,6 +137,56 @@ fn main() -> ExitCode {
         (None, None) => {
             eprintln!("archiver: nothing to do; try `archiver crawl --profile FILE` or --help");
             ExitCode::from(2)
+        }
+    }
+}
+
+/// `archiver control`: 0 done, 1 refused, 2 bad profile or arguments, or no running crawl.
+fn control(path: &std::path::Path, order: ControlOrder) -> ExitCode {
+    use archiver::commands::control::{render_status, send, Endpoint, Order};
+    let profile = match load(path) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    let (order, json) = match order {
+        ControlOrder::Pause => (Order::Pause, true),
+        ControlOrder::Resume => (Order::Resume, true),
+        ControlOrder::Report => (Order::Report, true),
+        ControlOrder::Seed { urls } => (Order::Seeds(urls), true),
+        ControlOrder::Exclude { rule, regex } => (Order::Exclude { rule, regex }, true),
+        ControlOrder::Site { site, order } => {
+            let (verb, delay) = match order {
+                cli::SiteOrder::Delay { seconds } => ("delay", Some(seconds)),
+                cli::SiteOrder::Hold => ("hold", None),
+                cli::SiteOrder::Release => ("release", None),
+                cli::SiteOrder::Retire => ("retire", None),
+            };
+            let verb = verb.to_string();
+            (Order::Site { site, verb, delay }, true)
+        }
+        ControlOrder::Status { json } => (Order::Status, json),
+    };
+    let answer = Endpoint::of(&profile).and_then(|ep| send(&ep, &order));
+    match answer {
+        Ok((200, v)) if json => {
+            println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+            ExitCode::SUCCESS
+        }
+        Ok((200, v)) => {
+            print!("{}", render_status(&v));
+            ExitCode::SUCCESS
+        }
+        Ok((code, v)) => {
+            let why = v.get("error").and_then(|e| e.as_str()).map(str::to_string);
+            eprintln!(
+                "archiver: refused ({code}): {}",
+                why.unwrap_or_else(|| v.to_string())
+            );
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("archiver: {e}");
+            ExitCode::from(exit::USAGE)
         }
     }
 }

@@ -15,7 +15,7 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$REPO"
 VENV=${ARCHIVER_VENV:-$REPO/.venv}
 PYTHON=${PYTHON:-python3}
-PINS=(warcio==1.8.1 cdxj-indexer==1.5.0 pywb==2.10.0 surt==0.3.1)
+PINS=(warcio==1.8.1 cdxj-indexer==1.5.0 pywb==2.10.0 surt==0.3.1 prometheus-client==0.26.0)
 
 step() { printf '\n==> %s\n' "$*"; }
 die() { printf 'test.sh: %s\n' "$*" >&2; exit 1; }

@@ -1,8 +1,9 @@
 //! Layer 4: what the commands besides `crawl` run: the offline tools that read what a crawl
-//! wrote (`index`, `diff`, `optout`, `verify`, `wacz`, `qa`) and the reports on a crawl
-//! (`about`, `status`).
+//! wrote (`index`, `diff`, `optout`, `verify`, `wacz`, `qa`), the reports on a crawl (`about`,
+//! `status`), and `control`, the shell's way to steer a running crawl.
 
 pub mod about;
+pub mod control;
 pub mod diff;
 pub(crate) mod http;
 pub mod index;

@@ -79,6 +79,7 @@ impl Profile {
             + &self.describe_recrawl()
             + &self.describe_traps()
             + &self.describe_browser()
+            + &self.describe_control()
             + &self.describe_resolve()
     }
 
@@ -136,6 +137,20 @@ impl Profile {
                 .unwrap_or_default(),
             b.render_timeout.as_secs_f64()
         )
+    }
+
+    fn describe_control(&self) -> String {
+        let c = &self.control;
+        match c.listen {
+            None => "\n[control]\nlisten = \"off\"\n".to_string(),
+            Some(addr) if c.remote_reason.is_empty() => {
+                format!("\n[control]\nlisten = \"{addr}\"\n")
+            }
+            Some(addr) => format!(
+                "\n[control]\nlisten = \"{addr}\"\nallow_remote = true\nreason = {:?}\n",
+                c.remote_reason
+            ),
+        }
     }
 
     fn describe_traps(&self) -> String {

@@ -17,6 +17,7 @@ use crate::scope::rules::RuleSettings;
 use crate::scope::ScopeSettings;
 use crate::warc::WarcVersion;
 
+mod control;
 mod describe;
 mod error;
 mod locate;
@@ -24,6 +25,7 @@ mod raw;
 mod shape;
 mod validate;
 
+pub use control::ControlSettings;
 pub use error::ProfileError;
 use locate::Checker;
 use raw::RawProfile;
@@ -84,6 +86,8 @@ pub struct Profile {
     pub discovery: crate::extract::sitemap::DiscoverySettings,
     /// `[recrawl]`: earlier crawls asked again with conditional requests.
     pub recrawl: crate::recrawl::RecrawlSettings,
+    /// `[control]`: where the control endpoint listens (None: off).
+    pub control: ControlSettings,
 }
 
 impl Profile {

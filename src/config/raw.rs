@@ -36,6 +36,8 @@ pub(super) struct RawProfile {
     pub(super) discovery: RawDiscovery,
     #[serde(default)]
     pub(super) recrawl: RawRecrawl,
+    #[serde(default)]
+    pub(super) control: super::control::RawControl,
 }
 
 /// `[discovery]`: where URLs are found besides links (see `crate::extract::sitemap`).

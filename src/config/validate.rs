@@ -120,6 +120,7 @@ impl Checker<'_> {
         };
         let extra_roots = keep(&mut errors, self.extra_roots(base, &raw.tls.extra_roots));
         let frontier = keep(&mut errors, self.frontier(&raw.frontier));
+        let control = keep(&mut errors, self.control(&raw.control));
         let optout_lists: Vec<PathBuf> = raw.optout.lists.iter().map(|l| base.join(l)).collect();
         let optout = keep(
             &mut errors,
@@ -149,6 +150,7 @@ impl Checker<'_> {
             Some(browser),
             Some(dns_cache),
             Some(recrawl),
+            Some(control),
         ) = (
             identity,
             politeness,
@@ -168,6 +170,7 @@ impl Checker<'_> {
             browser,
             dns_cache,
             recrawl,
+            control,
         )
         else {
             return Err(self.error("-", "the profile could not be checked"));
@@ -228,6 +231,7 @@ impl Checker<'_> {
                 sitemaps: raw.discovery.sitemaps,
             },
             recrawl,
+            control,
         })
     }
 

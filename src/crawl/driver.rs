@@ -37,10 +37,14 @@ pub(super) async fn run(
     }
     let crawler = Arc::new(crawler);
     let resolver = spawn_resolver(crawler.clone(), rx, slots.lookups);
+    let control = super::control::serve(crawler.clone()).await?;
     // The main task's root: between its steps it holds no engine lock.
     let mut root = Root::new();
     if !root.with(|key| crawler.begin(key, &archived, &patch)) {
         resolver.abort();
+        control
+            .into_iter()
+            .for_each(super::control::Endpoint::close);
         return crawler
             .leave_complete(&mut root)
             .await
@@ -56,6 +60,9 @@ pub(super) async fn run(
     renders.abort();
     resolver.abort();
     reports.abort();
+    control
+        .into_iter()
+        .for_each(super::control::Endpoint::close);
     crawler.finish(&mut root).await.map(Ended::Ran)
 }
 
@@ -76,6 +83,7 @@ async fn dispatch(crawler: Arc<Crawler>, at_once: usize) {
         let Some((budget, job)) = next_job(&crawler, &mut root).await else {
             break;
         };
+        let origin = job.origin().to_string();
         let thread = take(&threads).pop().unwrap_or(0);
         let crawler = crawler.clone();
         let threads = threads.clone();
@@ -83,7 +91,8 @@ async fn dispatch(crawler: Arc<Crawler>, at_once: usize) {
         tokio::spawn(admission.admit(async move {
             // The job's task: it starts holding nothing.
             let mut root = Root::new();
-            let pace = crawler.run_job_caught(&mut root, job, thread).await;
+            let mut pace = crawler.run_job_caught(&mut root, job, thread).await;
+            pace.base = crawler.steered_pause(&origin, pace.base);
             crawler.running.fetch_sub(1, Ordering::SeqCst);
             root.with(|key| crawler.release(key, &budget, pace));
             take(&threads).push(thread);
@@ -111,12 +120,22 @@ async fn next_job(crawler: &Crawler, root: &mut Root) -> Option<(String, Job)> {
         if crawler.stopped() {
             return None;
         }
+        if crawler.operator.paused() {
+            // Paused by the operator: nothing starts until a resume wakes us (looked at each
+            // half second too, for an order another worker of a shared crawl received).
+            let _ = tokio::time::timeout(Duration::from_millis(500), woken).await;
+            continue;
+        }
         let gate = crawler.gate();
         let turn = root.with(|key| crawler.with_sched(key, |s| s.turn(&gate, Clock::now())));
         match turn {
             Turn::Go(budget, job) => return Some((budget, job)),
             // A page still rendering may queue what its browser asks for.
             Turn::Over if crawler.rendering.active() > 0 => woken.await,
+            // A held site still has work: the crawl waits for the operator to release it.
+            Turn::Over if root.with(|key| crawler.with_sched(key, |s| s.held_with_work())) => {
+                let _ = tokio::time::timeout(Duration::from_millis(500), woken).await;
+            }
             Turn::Over => return None,
             Turn::Wait(Some(at)) => {
                 // Sleep at least a tick: the sites due meanwhile start together on one wake-up
@@ -300,7 +319,7 @@ fn spawn_reports(crawler: Arc<Crawler>) -> tokio::task::JoinHandle<()> {
 
 impl Crawler {
     /// Brings the run book and `report.json` up to date while the crawl runs.
-    fn report_now(&self, key: &mut Key<Free>) {
+    pub(super) fn report_now(&self, key: &mut Key<Free>) {
         let (stats, saved) = self.with_journal(key, |j| {
             j.runs.update(j.stats.this_run().0, None);
             (j.stats.clone(), j.runs.save())

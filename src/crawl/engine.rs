@@ -69,6 +69,8 @@ pub(super) struct Crawler {
     pub(super) sitemaps: super::sitemaps::Sitemaps,
     /// What `[recrawl] previous` archived with validators (empty without it).
     pub(super) earlier: crate::recrawl::EarlierCaptures,
+    /// The operator's orders (`super::control`), kept in `state/operator.json`.
+    pub(super) operator: super::control::Operator,
 }
 
 impl Crawler {
@@ -126,6 +128,10 @@ impl Crawler {
         let archive = ArchiveDesk::new(archive);
         let archived = ArchivedBefore::new(archived, &index_dir, last_start);
         let earlier = super::recrawl::load_earlier(&profile, &runlog)?;
+        let operator = super::control::Operator::load(&out.join("state"), &runlog, &profile);
+        let content_traps_on = content_traps.is_some();
+        let mut sched = Sched::new(frontier, book, content_traps, limits);
+        sched.steer(operator.steering());
         let crawler = Crawler {
             scope: Scope::new(profile.scope.clone(), &profile.seeds),
             rules: ScopeRules::new(&profile.rules, &profile.scope.include),
@@ -133,10 +139,10 @@ impl Crawler {
                 &profile.traps,
                 chrono::Datelike::year(&chrono::Utc::now()),
             ),
-            content_traps_on: content_traps.is_some(),
+            content_traps_on,
             resolver,
             fetcher,
-            sched: Ordered::new(Sched::new(frontier, book, content_traps, limits)),
+            sched: Ordered::new(sched),
             archive,
             journal: Ordered::new(Journal::new(log, stats, refusals, runs)),
             wake: Notify::new(),
@@ -149,6 +155,7 @@ impl Crawler {
             rendering,
             sitemaps: super::sitemaps::Sitemaps::new(&profile.discovery),
             earlier,
+            operator,
             profile,
         };
         Ok((crawler, archived))

@@ -102,6 +102,10 @@ impl Crawler {
         mut candidate: Candidate,
         thread: usize,
     ) -> Pace {
+        // An exclusion sent while the job was on its way: dropped, as if it had been queued.
+        if root.with(|key| self.dropped_by_operator(key, &candidate)) {
+            return Pace::idle();
+        }
         candidate.attempts += 1;
         let retries_left = candidate.attempts <= self.profile.politeness.max_retries;
         let hop = crate::scope::rules::mime_hop(&candidate.path);
@@ -428,8 +432,10 @@ impl Crawler {
         link: Outlink,
         letter: Option<char>,
     ) -> Option<Candidate> {
+        // Seeds the operator added widen the scope as profile seeds do.
+        let widened = self.operator.scope();
         let rules = candidates::Rules {
-            scope: &self.scope,
+            scope: widened.as_deref().unwrap_or(&self.scope),
             rules: &self.rules,
             optout: &self.profile.optout,
             url_traps: self.url_traps.as_ref(),

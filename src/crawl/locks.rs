@@ -319,6 +319,11 @@ mod tests {
         // Each request the browser makes, and each thing it refused.
         ("crawl/render.rs", "fetch"),
         ("crawl/render.rs", "refused"),
+        // The control endpoint: its sampler's task, each request's blocking thread, and the
+        // task that takes up a shared crawl's orders from other workers.
+        ("crawl/control/http.rs", "sample"),
+        ("crawl/control/http.rs", "run_blocking"),
+        ("crawl/control/http.rs", "follow"),
     ];
 
     #[test]

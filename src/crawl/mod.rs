@@ -11,6 +11,7 @@ mod admission;
 mod archived;
 mod candidates;
 mod commits;
+mod control;
 mod decide;
 mod descriptors;
 mod disposition;

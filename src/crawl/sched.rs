@@ -310,6 +310,8 @@ pub(super) struct Sched {
     /// What the dispatcher was last told by `turn`.
     dispatcher: Dispatcher,
     out: Outbox,
+    /// The operator's orders (`control/`, `sched_steer.rs`).
+    steering: std::sync::Arc<super::control::Steering>,
 }
 
 impl Sched {
@@ -334,6 +336,7 @@ impl Sched {
             commits: Commits::new(Instant::now()),
             dispatcher: Dispatcher::Busy,
             out: Outbox::default(),
+            steering: Default::default(),
         }
     }
 
@@ -403,6 +406,9 @@ impl Sched {
 
     /// Puts an accepted candidate on its site's queue; a new site first resolves its name.
     pub(super) fn enqueue(&mut self, candidate: Candidate, clock: Clock) {
+        if let Some(d) = self.excluded(&candidate) {
+            return self.out.drops.push(d);
+        }
         let origin = origin_of(&candidate.url);
         if self.frontier.accepted(&origin) >= self.limits.max_pages_per_site {
             let why = "max-pages-per-site";
@@ -620,8 +626,8 @@ impl Sched {
             }
             let ttl = self.limits.dns_ttl;
             let site = self.sites.get_mut(&origin)?;
-            if site.refusals.suspended(clock.wall) {
-                continue; // left alone until its time away is over
+            if site.refusals.suspended(clock.wall) || self.steering.held(&origin) {
+                continue; // left alone until its time away is over, or released
             }
             if site.budget.as_deref() != Some(budget) {
                 continue; // moved to another address meanwhile
@@ -696,7 +702,8 @@ impl Sched {
                     return None;
                 }
             };
-            let opted_out = candidates::opted_out(gate.optout, &candidate);
+            let opted_out = candidates::opted_out(gate.optout, &candidate)
+                .or_else(|| self.excluded(&candidate));
             let allowed = opted_out.is_none()
                 && (!self.limits.obey_robots
                     || match &self.sites.get(origin)?.robots {
@@ -884,6 +891,9 @@ impl Sched {
         out
     }
 }
+
+#[path = "sched_steer.rs"]
+pub(super) mod steer;
 
 #[cfg(test)]
 #[path = "sched_tests.rs"]

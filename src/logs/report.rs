@@ -166,6 +166,10 @@ pub struct HostStats {
     pub remaining: u64,
     /// Lost to trap rules and quotas on this host, by rule.
     pub dropped: DropCounts,
+    /// Lines counted in [`Stats::errors`] (for the control endpoint's site table; report.json
+    /// keeps its shape).
+    #[serde(skip)]
+    pub errors: u64,
 }
 
 /// Responses of one MIME type.
@@ -308,6 +312,7 @@ impl Stats {
         }
         if o.status >= 500 || (o.status < 0 && !is_policy_drop(o.status)) {
             self.errors += 1;
+            host.errors += 1;
         }
         if retry {
             self.retries += 1;

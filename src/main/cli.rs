@@ -87,6 +87,17 @@ Nothing leaves the machine: every request is answered from the WARCs or refused,
 browser runs behind a dead proxy with no name resolution.
 
 Exit codes: 0 checked, 2 not a crawl folder or nothing to replay, 1 other errors.";
+const CONTROL_HELP: &str = "\
+Examples:
+  archiver control --profile site.toml status
+  archiver control --profile site.toml pause
+  archiver control --profile site.toml exclude 'http://(org,example,)/calendar/'
+  archiver control --profile site.toml exclude --regex '\\?sessionid='
+  archiver control --profile site.toml site example.org delay 30
+  archiver control --profile site.toml seed https://example.org/new/
+
+Exit codes: 0 done, 1 the crawl refused the order (the message says why), 2 bad profile or
+arguments, or no running crawl.";
 
 const ABOUT_HELP: &str = "\
 Examples:
@@ -240,6 +251,15 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Steer a running crawl through its control endpoint (docs/control.md).
+    #[command(after_help = CONTROL_HELP)]
+    Control {
+        /// The crawl profile (TOML) of the running crawl (its OUT/state/control.json is read).
+        #[arg(long, value_name = "FILE")]
+        profile: PathBuf,
+        #[command(subcommand)]
+        order: ControlOrder,
+    },
     /// Work with profiles.
     #[command(after_help = PROFILE_HELP)]
     Profile {
@@ -357,6 +377,54 @@ pub(crate) enum OptoutCommand {
         #[arg(required = true, value_name = "LIST")]
         lists: Vec<PathBuf>,
     },
+}
+
+#[derive(Subcommand)]
+pub(crate) enum ControlOrder {
+    /// Pause: requests in flight finish, none starts (survives a restart until resumed).
+    Pause,
+    /// Resume after a pause.
+    Resume,
+    /// Write report.json now (as kill -USR1 does).
+    Report,
+    /// Add seeds (their origins join the scope as profile seeds do).
+    Seed {
+        #[arg(required = true, value_name = "URL")]
+        urls: Vec<String>,
+    },
+    /// Exclude a SURT prefix (or a URL's folder): queued URLs it covers are dropped.
+    Exclude {
+        /// `http://(org,example,)/trap/`, `org,example)/trap/` or `https://example.org/trap/`.
+        rule: String,
+        /// RULE is a regular expression matched against whole URLs.
+        #[arg(long)]
+        regex: bool,
+    },
+    /// One site's orders: delay SECONDS, hold, release, retire.
+    Site {
+        /// The site: `https://host[:port]`, or `host[:port]` for http.
+        site: String,
+        #[command(subcommand)]
+        order: SiteOrder,
+    },
+    /// The crawl's status: totals, rates, sites.
+    Status {
+        /// Print the JSON document instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+pub(crate) enum SiteOrder {
+    /// At least SECONDS between two requests to the site (never below the profile's floor).
+    Delay { seconds: f64 },
+    /// Fetch nothing of the site until released.
+    Hold,
+    /// Undo a hold.
+    Release,
+    /// Drop the site's queue and refuse its new URLs.
+    Retire,
 }
 
 #[derive(Subcommand)]

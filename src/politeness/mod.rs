@@ -318,6 +318,12 @@ pub enum Next<K> {
 }
 
 impl<K: Clone + Eq + Hash + Ord> Scheduler<K> {
+    /// When a budget may send its next request, and whether one is in flight (None: a budget
+    /// never met). For status pages.
+    pub fn next_at(&self, key: &K) -> Option<(Instant, bool)> {
+        self.budgets.get(key).map(|b| (b.next_at, b.busy))
+    }
+
     /// Says that `key` has work. A budget that is busy or already queued is left alone; true
     /// when the budget was queued by this call (so whoever waits for the next budget may have
     /// to look again).

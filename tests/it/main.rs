@@ -13,6 +13,8 @@ mod common;
 mod browser_archive;
 mod browser_render;
 mod browser_tab;
+mod control_api;
+mod control_console;
 mod crash_resume;
 mod crawl_runs;
 mod crawl_site;
