@@ -36,6 +36,7 @@ mod commits;
 mod decide;
 mod descriptors;
 mod disposition;
+mod dom_links;
 mod driver;
 mod engine;
 mod fetch;
