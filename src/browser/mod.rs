@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use process::{find_executable, Browser, LaunchError};
-pub use rule::{empty_without_js, looks_empty, Emptiness};
+pub use rule::{empty_without_js, links_show_ordinary, looks_empty, Emptiness};
 pub use tab::{BrowserAnswer, BrowserRequest, Fetcher, Refusal, RenderError, Rendered};
 
 /// When pages are rendered.

@@ -46,6 +46,17 @@ pub(super) struct RenderJob {
     pub(super) thread: usize,
 }
 
+/// Whether the page's own `<a>`/`<area>` links make it an ordinary page (see
+/// [`browser::links_show_ordinary`]).
+fn links_show_ordinary(url: &Url, page: &Page) -> bool {
+    let anchors = page
+        .links
+        .iter()
+        .filter(|l| matches!(l.context, "a/@href" | "area/@href"))
+        .map(|l| &l.url);
+    browser::links_show_ordinary(url, anchors)
+}
+
 /// Who waits for which URL, and what the crawl knows of each URL it settled (kept from the
 /// first page that goes to the browser on: see [`Rendering::open_ledger`]).
 ///
@@ -265,7 +276,7 @@ impl Rendering {
     /// 200, empty without JavaScript by the rule (any page with `render = "all"`), within the
     /// share, with a Chromium to run, and a payload not rendered before under another URL.
     /// Counts the page towards the share either way.
-    pub(super) fn wants(&self, c: &Candidate, f: &Fetched) -> bool {
+    pub(super) fn wants(&self, c: &Candidate, f: &Fetched, page: &Page) -> bool {
         if self.settings.render == RenderMode::Never
             || f.status != 200
             || !is_html(&f.headers)
@@ -280,6 +291,8 @@ impl Rendering {
         }
         let qualifies = match self.settings.render {
             RenderMode::All => true,
+            // Its links already tell: no second parse of the page.
+            _ if links_show_ordinary(&f.url, page) => false,
             _ => {
                 let encoding = f.header("content-encoding");
                 let head = crate::extract::decode_slice(encoding, &f.payload, RULE_BYTES);
