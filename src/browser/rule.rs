@@ -107,7 +107,7 @@ pub fn empty_without_js(html: &[u8], page: &Url) -> bool {
 }
 
 /// Whether the links already taken from a page (its `<a href>` and `<area href>`, as absolute
-/// URLs, each once) show it is an ordinary page: more than [`MAX_SITE_LINKS`] of them point to
+/// URLs, each once) show it is an ordinary page: more than `MAX_SITE_LINKS` (3) of them point to
 /// other pages of its own site. The rule would count at least as many (it counts every element
 /// and joins against the page, so a `<base>` elsewhere only lowers this count), so it is not
 /// run: on a documentation site every page has scripts, and the rule's parse of each was a

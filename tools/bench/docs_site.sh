@@ -8,9 +8,10 @@
 # private nginx on 127.0.0.1, then crawls it twice in the same run: with archiver (the default
 # profile: render = "empty", the browser on; only the delay is 0, which is allowed on loopback)
 # and with `wget --recursive --level=inf --no-parent --page-requisites --warc-file`. Each crawl
-# runs under /usr/bin/time -v (wall, user + system of the process and its waited-for children:
-# Chromium's processes are archiver's children, so they are counted; peak RSS of the largest
-# process). It then compares the URLs each archived with status 200: the wget URLs archiver
+# runs under /usr/bin/time -v (wall, user + system of the process and its waited-for children,
+# peak RSS of the largest process) and, when /sys/fs/cgroup/cpuacct is writable, in a cpuacct
+# cgroup of its own, whose CPU counts every descendant (Chromium's helpers included, which
+# getrusage loses when they are reparented). It then compares the URLs each archived with status 200: the wget URLs archiver
 # lacks, minus the pages archiver fetched and discarded because their meta robots say noindex.
 #
 # Environment:
@@ -116,9 +117,18 @@ measure() {
     local name="$1" dir="$2"; shift 2
     say "$name: $* (load average before: $(load))"
     echo "$(load)" > "$OUT/$name.load-before"
-    (cd "$dir" && timeout -s TERM "$TIMEOUT" /usr/bin/time -v -o "$OUT/$name.time" "$@" \
+    # getrusage counts only children that were waited for: a Chromium helper reparented to
+    # init when its parent exits is lost. A cpuacct cgroup of our own counts every descendant.
+    local cg="/sys/fs/cgroup/cpuacct/docs-site-bench-$$-$name"
+    mkdir "$cg" 2>/dev/null || cg=""
+    (if [[ -n "$cg" ]]; then echo "$BASHPID" > "$cg/tasks"; fi
+     cd "$dir" && timeout -s TERM "$TIMEOUT" /usr/bin/time -v -o "$OUT/$name.time" "$@" \
         > "$OUT/$name.stdout" 2> "$OUT/$name.stderr") || true
     echo "$(load)" > "$OUT/$name.load-after"
+    if [[ -n "$cg" ]]; then
+        cat "$cg/cpuacct.usage" > "$OUT/$name.cgroup-ns"
+        rmdir "$cg" 2>/dev/null || true
+    fi
 }
 
 echo "archiver from $(date -u +%H:%M:%S)" > "$OUT/marks"
@@ -144,7 +154,9 @@ def timing(name):
     g = lambda pat: re.search(pat, t).group(1)
     wall = g(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): ([\d:.]+)").split(":")
     secs = sum(float(x) * 60 ** i for i, x in enumerate(reversed(wall)))
-    return {"wall": secs, "cpu": float(g(r"User time \(seconds\): ([\d.]+)")) + float(g(r"System time \(seconds\): ([\d.]+)")),
+    cg = os.path.join(out, name + ".cgroup-ns")
+    tree = int(open(cg).read()) / 1e9 if os.path.exists(cg) else None
+    return {"wall": secs, "cpu_tree": tree, "cpu": float(g(r"User time \(seconds\): ([\d.]+)")) + float(g(r"System time \(seconds\): ([\d.]+)")),
             "rss_mb": int(g(r"Maximum resident set size \(kbytes\): (\d+)")) / 1024,
             "exit": g(r"Exit status: (\d+)")}
 
@@ -186,11 +198,12 @@ a_ok, a_noindex, statuses, renders, notes, lines = archiver_urls()
 w_ok = wget_urls()
 load = {n: open(os.path.join(out, n + ".load-before")).read().strip() for n in ("archiver", "wget")
         if os.path.exists(os.path.join(out, n + ".load-before"))}
-rows = ["| | wall | CPU (incl. children) | peak RSS | URLs with 200 | load before |",
-        "| --- | ---: | ---: | ---: | ---: | --- |"]
+rows = ["| | wall | CPU (incl. children) | CPU (whole process tree) | peak RSS | URLs with 200 | load before |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
 def row(name, t, n):
     if t:
-        rows.append(f"| {name} | {t['wall']:.1f} s | {t['cpu']:.1f} s | {t['rss_mb']:.0f} MB | {n:,} | {load.get(name.split()[0], '-')} |")
+        tree = f"{t['cpu_tree']:.1f} s" if t["cpu_tree"] is not None else "-"
+        rows.append(f"| {name} | {t['wall']:.1f} s | {t['cpu']:.1f} s | {tree} | {t['rss_mb']:.0f} MB | {n:,} | {load.get(name.split()[0], '-')} |")
 row("wget", w, len(w_ok or ()))
 row("archiver", a, len(a_ok))
 report = ["# docs-site bench (tools/bench/docs_site.sh)", "",
