@@ -24,7 +24,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use process::{find_executable, Browser, LaunchError};
-pub use rule::{empty_without_js, looks_empty, Emptiness};
+pub use rule::{empty_without_js, links_show_ordinary, looks_empty, Emptiness};
 pub use tab::{BrowserAnswer, BrowserRequest, Capture, Fetcher, Refusal, RenderError, Rendered};
 
 /// When pages are rendered.
@@ -48,6 +48,15 @@ pub struct BrowserSettings {
     pub executable: Option<PathBuf>,
     /// Longest time one page may take to render (then its DOM is taken as it is).
     pub render_timeout: Duration,
+    /// Pages rendered at once, each in its own tab (plain fetching goes on meanwhile).
+    pub tabs: usize,
+    /// Render a page whose payload (same digest) was already rendered under another URL.
+    pub rerender_duplicates: bool,
+    /// Most URLs first found in one rendered DOM (not among the page's own links) that are
+    /// followed; the rest are logged `trap:render-variants`.
+    pub max_dom_links_per_page: usize,
+    /// The same, for all the rendered pages of one site together.
+    pub max_dom_links_per_site: usize,
 }
 
 impl Default for BrowserSettings {
@@ -57,6 +66,12 @@ impl Default for BrowserSettings {
             max_share: 0.1,
             executable: None,
             render_timeout: Duration::from_secs(120),
+            // Each tab is a renderer process taking a core while its scripts run: on a small
+            // machine more would slow plain fetching more than they gain.
+            tabs: 3,
+            rerender_duplicates: false,
+            max_dom_links_per_page: 1000,
+            max_dom_links_per_site: 10_000,
         }
     }
 }

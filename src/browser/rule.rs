@@ -106,6 +106,21 @@ pub fn empty_without_js(html: &[u8], page: &Url) -> bool {
     has_script_tag(&html[..html.len().min(MAX_READ)]) && looks_empty(html, page).is_empty()
 }
 
+/// Whether the links already taken from a page (its `<a href>` and `<area href>`, as absolute
+/// URLs, each once) show it is an ordinary page: more than `MAX_SITE_LINKS` (3) of them point to
+/// other pages of its own site. The rule would count at least as many (it counts every element
+/// and joins against the page, so a `<base>` elsewhere only lowers this count), so it is not
+/// run: on a documentation site every page has scripts, and the rule's parse of each was a
+/// second full parse of the page.
+pub fn links_show_ordinary<'a>(page: &Url, anchors: impl Iterator<Item = &'a Url>) -> bool {
+    anchors
+        .filter(|u| {
+            u.origin() == page.origin() && !(u.path() == page.path() && u.query() == page.query())
+        })
+        .nth(MAX_SITE_LINKS)
+        .is_some()
+}
+
 /// Whether `html` holds `<script`, in any case.
 fn has_script_tag(html: &[u8]) -> bool {
     memchr::memchr_iter(b'<', html).any(|i| {
@@ -213,6 +228,22 @@ fn same_site(page: &Url, href: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn more_than_a_few_links_to_the_own_site_make_an_ordinary_page() {
+        let page = page();
+        let urls =
+            |list: &[&str]| -> Vec<Url> { list.iter().map(|u| page.join(u).unwrap()).collect() };
+        let four = urls(&["/a", "/b", "/c", "/d"]);
+        assert!(links_show_ordinary(&page, four.iter()));
+        // The page itself and other sites do not count.
+        let few = urls(&["/a", "/b", "/c", "/app/", "http://other.test/x"]);
+        assert!(!links_show_ordinary(&page, few.iter()));
+        // What the rule says of the same links agrees.
+        let html = r#"<script src="/x.js"></script><div id="root"></div>
+            <a href="/a">a</a><a href="/b">b</a><a href="/c">c</a><a href="/d">d</a>"#;
+        assert!(!looks_empty(html.as_bytes(), &page).is_empty());
+    }
 
     #[test]
     fn every_selector_of_the_rule_parses() {

@@ -80,6 +80,10 @@ pub(super) struct RawBrowser {
     pub(super) max_share: f64,
     pub(super) executable: String,
     pub(super) render_timeout: f64,
+    pub(super) tabs: i64,
+    pub(super) rerender_duplicates: bool,
+    pub(super) max_dom_links_per_page: i64,
+    pub(super) max_dom_links_per_site: i64,
 }
 
 impl Default for RawBrowser {
@@ -90,6 +94,10 @@ impl Default for RawBrowser {
             max_share: d.max_share,
             executable: String::new(),
             render_timeout: d.render_timeout.as_secs_f64(),
+            tabs: d.tabs as i64,
+            rerender_duplicates: d.rerender_duplicates,
+            max_dom_links_per_page: d.max_dom_links_per_page as i64,
+            max_dom_links_per_site: d.max_dom_links_per_site as i64,
         }
     }
 }
@@ -281,7 +289,10 @@ impl Default for RawLimits {
         RawLimits {
             max_body_bytes: 100_000_000,
             timeout: 60.0,
-            max_outlinks: 6000,
+            // High enough that no page of a real documentation site is cut (rustdoc's
+            // `core::arch::x86_64` index has 6,655 links); links are streamed, so memory stays
+            // bounded by this many distinct values.
+            max_outlinks: 100_000,
             allow_addresses: Vec::new(),
         }
     }

@@ -602,7 +602,7 @@ impl Checker<'_> {
         p.finish(settings)
     }
 
-    /// `[browser]`: a known mode, a share from 0 to 1, a timeout above 0.
+    /// `[browser]`: a known mode, a share from 0 to 1, a timeout above 0, counts above 0.
     fn browser(&self, raw: &RawBrowser) -> Result<crate::browser::BrowserSettings, ProfileError> {
         use crate::browser::RenderMode;
         let mut p = Problems::default();
@@ -630,11 +630,20 @@ impl Checker<'_> {
             p.0.push(self.error("browser.render_timeout", "must be more than 0 seconds"));
         }
         let executable = raw.executable.trim();
+        let tabs = p.take(self.positive("browser.tabs", raw.tabs)) as usize;
+        let per_page = self.positive("browser.max_dom_links_per_page", raw.max_dom_links_per_page);
+        let per_page = p.take(per_page) as usize;
+        let per_site = self.positive("browser.max_dom_links_per_site", raw.max_dom_links_per_site);
+        let per_site = p.take(per_site) as usize;
         p.finish(crate::browser::BrowserSettings {
             render,
             max_share: raw.max_share,
             executable: (!executable.is_empty()).then(|| PathBuf::from(executable)),
             render_timeout,
+            tabs,
+            rerender_duplicates: raw.rerender_duplicates,
+            max_dom_links_per_page: per_page,
+            max_dom_links_per_site: per_site,
         })
     }
 

@@ -114,7 +114,7 @@ impl Crawler {
         let content_traps = content_traps(&profile.traps);
         let rendering = super::render::Rendering::new(
             profile.browser.clone(),
-            profile.sites_at_once,
+            profile.browser.tabs,
             profile.frontier.database.is_some(),
             super::render::Earlier {
                 crawl_log: &log_path,

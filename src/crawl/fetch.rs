@@ -141,7 +141,7 @@ impl Crawler {
             notes.extend(note);
         }
         let disposition = match disposition {
-            Disposition::Archive { notes } if self.rendering.wants(&candidate, &f) => {
+            Disposition::Archive { notes } if self.rendering.wants(&candidate, &f, &page) => {
                 // Rendered by a task of its own: this job gives its budget back now, so the
                 // page's own requests can be fetched on that budget.
                 let job = super::render::RenderJob {

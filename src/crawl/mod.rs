@@ -15,6 +15,7 @@ mod control;
 mod decide;
 mod descriptors;
 mod disposition;
+mod dom_links;
 mod driver;
 mod engine;
 mod fetch;

@@ -46,6 +46,17 @@ pub(super) struct RenderJob {
     pub(super) thread: usize,
 }
 
+/// Whether the page's own `<a>`/`<area>` links make it an ordinary page (see
+/// [`browser::links_show_ordinary`]).
+fn links_show_ordinary(url: &Url, page: &Page) -> bool {
+    let anchors = page
+        .links
+        .iter()
+        .filter(|l| matches!(l.context, "a/@href" | "area/@href"))
+        .map(|l| &l.url);
+    browser::links_show_ordinary(url, anchors)
+}
+
 /// Who waits for which URL, and what the crawl knows of each URL it settled (kept from the
 /// first page that goes to the browser on: see [`Rendering::open_ledger`]).
 ///
@@ -88,6 +99,12 @@ pub(super) struct Rendering {
     active: AtomicUsize,
     html_pages: AtomicU64,
     rendered: AtomicU64,
+    /// SHA-1 of every payload handed to the browser: a payload met again under another URL
+    /// (a `?query` variant serving the same file) is not rendered again, unless
+    /// `rerender_duplicates`. A leaf lock, like the book's.
+    rendered_payloads: Mutex<HashSet<[u8; 20]>>,
+    /// DOM-only links followed per site (see `super::dom_links`).
+    dom_links: super::dom_links::DomLinkCounts,
     book: Mutex<Book>,
     /// Whether final crawl.log lines are noted in the book's ledger: not until a page goes to
     /// the browser. Most crawls render nothing, and a ledger kept from the start would grow
@@ -157,6 +174,8 @@ impl Rendering {
             active: AtomicUsize::new(0),
             html_pages: AtomicU64::new(0),
             rendered: AtomicU64::new(0),
+            rendered_payloads: Mutex::new(HashSet::new()),
+            dom_links: super::dom_links::DomLinkCounts::default(),
             book: Mutex::new(Book {
                 waiters: HashMap::new(),
                 ledger: Ledger::default(),
@@ -232,6 +251,22 @@ impl Rendering {
         f(&mut lock(&self.book))
     }
 
+    /// The DOM-only links followed so far, per site.
+    pub(super) fn dom_links(&self) -> &super::dom_links::DomLinkCounts {
+        &self.dom_links
+    }
+
+    /// Whether this payload is new to the browser (and noted as rendered from now on); always
+    /// true with `rerender_duplicates`.
+    fn first_render_of(&self, payload: &[u8]) -> bool {
+        if self.settings.rerender_duplicates {
+            return true;
+        }
+        use sha1::Digest as _;
+        let digest: [u8; 20] = sha1::Sha1::digest(payload).into();
+        lock(&self.rendered_payloads).insert(digest)
+    }
+
     /// Pages being rendered now.
     pub(super) fn active(&self) -> usize {
         self.active.load(Ordering::SeqCst)
@@ -239,8 +274,9 @@ impl Rendering {
 
     /// Whether a fetched page goes to the browser: an HTML page (not a requisite) answered
     /// 200, empty without JavaScript by the rule (any page with `render = "all"`), within the
-    /// share, with a Chromium to run. Counts the page towards the share either way.
-    pub(super) fn wants(&self, c: &Candidate, f: &Fetched) -> bool {
+    /// share, with a Chromium to run, and a payload not rendered before under another URL.
+    /// Counts the page towards the share either way.
+    pub(super) fn wants(&self, c: &Candidate, f: &Fetched, page: &Page) -> bool {
         if self.settings.render == RenderMode::Never
             || f.status != 200
             || !is_html(&f.headers)
@@ -255,6 +291,8 @@ impl Rendering {
         }
         let qualifies = match self.settings.render {
             RenderMode::All => true,
+            // Its links already tell: no second parse of the page.
+            _ if links_show_ordinary(&f.url, page) => false,
             _ => {
                 let encoding = f.header("content-encoding");
                 let head = crate::extract::decode_slice(encoding, &f.payload, RULE_BYTES);
@@ -266,6 +304,10 @@ impl Rendering {
         }
         let rendered = self.rendered.load(Ordering::SeqCst);
         if !browser::share_allows(self.settings.max_share, rendered, pages) {
+            return false;
+        }
+        // Checked last: a payload is noted only when it is really rendered.
+        if !self.first_render_of(&f.payload) {
             return false;
         }
         self.rendered.fetch_add(1, Ordering::SeqCst);
@@ -422,22 +464,27 @@ impl Crawler {
     ) -> Disposition {
         let mut directives = page.directives;
         let mut links = page.links;
+        let mut dom_links = Vec::new();
         match result {
             Ok(r) => {
                 notes.push("rendered".to_string());
                 if r.timed_out {
                     notes.push("render-timeout".to_string());
                 }
-                let max = self.profile.max_outlinks.saturating_sub(links.len());
+                // The DOM holds the page's own links too: it gets the whole cap.
                 let dom = crate::extract::extract_html_limited(
                     r.dom.as_bytes(),
                     Some("utf-8"),
                     &candidate.url,
                     &self.profile.robots_token,
-                    max,
+                    self.profile.max_outlinks,
                 );
                 directives.merge(dom.directives);
-                links.extend(dom.links);
+                let cut = notes.iter().any(|n| n.starts_with("max-outlinks:"));
+                if dom.left_out > 0 && !cut {
+                    notes.push(format!("max-outlinks:{}", dom.left_out));
+                }
+                dom_links = dom.links;
             }
             Err(e) if e == "no browser" => {}
             Err(e) => {
@@ -448,9 +495,10 @@ impl Crawler {
         }
         if page.trap.is_some() {
             links.retain(|l| l.hop == Hop::Embed);
+            dom_links.retain(|l| l.hop == Hop::Embed);
         }
         if directives.follow_links() {
-            self.queue_links(key, candidate, links);
+            self.queue_rendered_links(key, candidate, links, dom_links);
         }
         self.commit(key);
         match directives.discard_reason() {

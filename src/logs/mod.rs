@@ -2,6 +2,7 @@
 //! progress line.
 
 pub(crate) mod crawllog;
+pub mod cut;
 pub mod report;
 mod report_json;
 pub(crate) mod runlog;

@@ -46,6 +46,8 @@ pub struct Stats {
     pub mime_types: BTreeMap<String, MimeStats>,
     /// URLs lost to trap rules and quotas, by rule (per host in `hosts`).
     pub drops: DropCounts,
+    /// Pages whose links were cut at `[limits] max_outlinks`.
+    pub cut_pages: super::cut::CutPages,
     /// The crawl's seeds and what became of each (for exit code 3).
     pub seeds: BTreeMap<String, SeedOutcome>,
     /// Every run of the crawl so far, this one last.
@@ -300,6 +302,9 @@ impl Stats {
         }
         host.urls += 1;
         host.bytes += o.size.unwrap_or(0);
+        if o.status > 0 {
+            self.cut_pages.record(o.uri, o.annotations);
+        }
         if let Some(seed) = self.seeds.get_mut(o.uri) {
             if o.status > 0 {
                 seed.answered = true;
@@ -491,6 +496,9 @@ impl Stats {
             ),
         );
         line("dropped:", self.drops.describe());
+        if let Some(cut) = self.cut_pages.describe() {
+            line("links cut:", cut);
+        }
         let statuses: Vec<String> = self
             .by_status
             .iter()
@@ -790,5 +798,31 @@ mod tests {
             DropCounts::default().describe(),
             "0 by trap rules, 0 by quotas"
         );
+    }
+
+    #[test]
+    fn a_page_cut_at_max_outlinks_is_in_the_summary_and_the_report() {
+        let mut s = Stats::default();
+        line(&mut s, "http://a.test/", 200, &[]);
+        line(&mut s, "http://a.test/x86/", 200, &["max-outlinks:1498"]);
+        // Not fetched: no page was read, whatever its annotations.
+        line(&mut s, "http://a.test/no", -5000, &["max-outlinks:3"]);
+        let summary = s.summary("c", std::path::Path::new("/o"), None);
+        assert!(
+            summary.contains(
+                "\n  links cut:   1 page cut at [limits] max_outlinks, 1498 links left out: \
+                 http://a.test/x86/ (1498)\n"
+            ),
+            "{summary}"
+        );
+        let json = s.report_json("c", true, &BTreeMap::new());
+        assert_eq!(json["totals"]["pages_cut_at_max_outlinks"], 1);
+        assert_eq!(json["cut_at_max_outlinks"]["links_left_out"], 1498);
+        assert_eq!(
+            json["cut_at_max_outlinks"]["listed"]["http://a.test/x86/"],
+            1498
+        );
+        let none = Stats::default().summary("c", std::path::Path::new("/o"), None);
+        assert!(!none.contains("links cut:"));
     }
 }

@@ -95,6 +95,7 @@ impl<'a> Report<'a> {
             "queued": self.remaining.values().sum::<u64>(),
             "dropped_by_traps": s.drops.trapped(),
             "dropped_by_quotas": s.drops.over_quota(),
+            "pages_cut_at_max_outlinks": s.cut_pages.pages,
             "crawl_seconds": self.runs.iter().map(|r| r.seconds()).sum::<f64>().round(),
         })
     }
@@ -114,8 +115,9 @@ impl Serialize for Report<'_> {
             .map(|(o, u)| json!({"site": o, "until": super::runlog::format_epoch(*u)}))
             .collect();
         // In alphabetical order, as a sorted map prints them.
-        let mut m = serializer.serialize_map(Some(11))?;
+        let mut m = serializer.serialize_map(Some(12))?;
         m.serialize_entry("crawl", self.name)?;
+        m.serialize_entry("cut_at_max_outlinks", &sorted(&s.cut_pages))?;
         m.serialize_entry("dropped", &sorted(&s.drops))?;
         m.serialize_entry("finished", &self.finished)?;
         m.serialize_entry("generated", &self.generated)?;

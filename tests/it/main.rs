@@ -29,6 +29,7 @@ mod optout_crawl;
 mod politeness_site;
 mod qa_cmd;
 mod quick_start;
+mod render_variants;
 mod replay_diff;
 mod report_signal;
 mod requisites;
