@@ -340,19 +340,16 @@ impl Checker<'_> {
         Ok(roots)
     }
 
-    /// `[dedup] previous`: paths relative to the profile's folder, which must exist.
+    /// `[dedup] previous`: earlier crawls, relative to the profile's folder; each must name a
+    /// CDXJ index (a crawl's output folder, its `indexes/`, or `.cdxj` files), else the crawl
+    /// would find no earlier digest and write no revisit, silently.
     fn dedup_paths(&self, base: &Path, raw: &[String]) -> Result<Vec<PathBuf>, ProfileError> {
         raw.iter()
             .map(|p| {
                 let path = base.join(p);
-                if path.exists() {
-                    Ok(path)
-                } else {
-                    Err(self.error(
-                        "dedup.previous",
-                        format!("{} does not exist", path.display()),
-                    ))
-                }
+                crate::cdx::locate::crawl_indexes(&path)
+                    .map(|_| path)
+                    .map_err(|e| self.error("dedup.previous", e.to_string()))
             })
             .collect()
     }
