@@ -234,6 +234,9 @@ fn parse_page(
         text = page_text.filter(|_| !other_charset).map(TextParse::finish);
         collector
     };
+    let mut collector = collector;
+    // The distinct values were needed only while reading (up to max_outlinks strings).
+    collector.values = HashSet::new();
     let base = document_base(page_url, collector.base_href.as_deref());
     let mut links = LinkList {
         limit: max_links,
