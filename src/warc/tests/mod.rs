@@ -232,6 +232,7 @@ fn warcio(venv: &Path, args: &[&str]) -> (bool, String) {
     (out.status.success(), text)
 }
 
+mod false_starts;
 mod recover;
 mod revisit;
 mod write;
