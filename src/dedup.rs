@@ -14,7 +14,7 @@
 //! only their 4-byte positions, so its slack (a table is between 44% and 87% full) costs little:
 //! about 120–160 bytes an entry in all, 60 of them the date and URL.
 
-use std::fs::{self, File};
+use std::fs::File;
 use std::hash::BuildHasher as _;
 use std::io::{self, BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -31,7 +31,8 @@ pub const DEDUP_STATUS: u16 = 200;
 /// The `[dedup]` table: which earlier crawls count as archived, and how much is kept in memory.
 #[derive(Debug, Clone)]
 pub struct DedupSettings {
-    /// Earlier crawls' CDXJ files or folders: payloads archived there become revisits here.
+    /// Earlier crawls (output folders, their `indexes/` folders or CDXJ files): payloads
+    /// archived there become revisits here.
     pub previous: Vec<PathBuf>,
     /// Most payload digests kept in memory for revisits (about 120–160 bytes each).
     pub max_digests: usize,
@@ -116,6 +117,8 @@ pub struct LoadStats {
 
 #[derive(Debug, thiserror::Error)]
 pub enum DedupError {
+    #[error(transparent)]
+    Locate(#[from] crate::cdx::locate::LocateError),
     #[error("cannot read the CDXJ index {}: {source}", .path.display())]
     Io { path: PathBuf, source: io::Error },
     #[error("{}:{line}: not a CDXJ line ({why})", .path.display())]
@@ -186,14 +189,15 @@ impl DigestIndex {
     }
 
     /// Adds the originals listed in CDXJ files (`SURT TIMESTAMP14 {json}`, as this crawler
-    /// and cdxj-indexer write them). A path that is a folder stands for every `*.cdxj` in it,
-    /// in name order. Files are read in the order given and the first line of a digest wins.
+    /// and cdxj-indexer write them). A path is a crawl's output folder, a folder of `*.cdxj`
+    /// (its `indexes/`) or a file ([`crate::cdx::locate::crawl_indexes`]); a folder that holds
+    /// no index is an error. Files are read in the order given and the first line of a digest wins.
     /// A line that is not CDXJ is an error naming file and line: a wrong file named in the
     /// profile should stop the crawl, not silently disable deduplication.
     pub fn load_cdxj<P: AsRef<Path>>(&mut self, paths: &[P]) -> Result<LoadStats, DedupError> {
         let mut stats = LoadStats::default();
         for path in paths {
-            for file in cdxj_files(path.as_ref())? {
+            for file in crate::cdx::locate::crawl_indexes(path.as_ref())? {
                 self.load_file(&file, &mut stats)?;
                 stats.files += 1;
             }
@@ -299,26 +303,6 @@ impl DigestIndex {
     }
 }
 
-/// The files a path names: itself, or the `*.cdxj` files of a folder.
-fn cdxj_files(path: &Path) -> Result<Vec<PathBuf>, DedupError> {
-    let io_err = |source| DedupError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    if !fs::metadata(path).map_err(io_err)?.is_dir() {
-        return Ok(vec![path.to_path_buf()]);
-    }
-    let mut files = Vec::new();
-    for entry in fs::read_dir(path).map_err(io_err)? {
-        let p = entry.map_err(io_err)?.path();
-        if p.extension().is_some_and(|e| e == "cdxj") && p.is_file() {
-            files.push(p);
-        }
-    }
-    files.sort();
-    Ok(files)
-}
-
 /// One CDXJ line → (digest, WARC date, url) if it can be an original, `None` if it cannot
 /// (see [`LoadStats::ignored`]), an error if it is not CDXJ at all.
 fn parse_line(line: &str) -> Result<Option<(Sha1Key, String, String)>, String> {
@@ -372,6 +356,7 @@ fn parse_record_id(id: &str) -> Option<Uuid> {
 mod tests {
     use super::*;
     use crate::spool::sha1_of;
+    use std::fs;
 
     const DATE: &str = "2026-11-30T23:38:13.123456Z";
     const ID: &str = "<urn:uuid:0b5a6f33-4d2c-4f6e-9a51-2f0c9a3c1e77>";
@@ -577,7 +562,8 @@ mod tests {
         }
         let missing = dir.path().join("missing.cdxj");
         let err = DigestIndex::new().load_cdxj(&[&missing]).unwrap_err();
-        assert!(matches!(err, DedupError::Io { .. }), "{err}");
+        assert!(matches!(err, DedupError::Locate(_)), "{err}");
+        assert!(err.to_string().contains("does not exist"), "{err}");
         assert!(err.to_string().contains("missing.cdxj"), "{err}");
     }
 

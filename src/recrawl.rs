@@ -128,8 +128,8 @@ pub struct LoadStats {
 pub enum RecrawlError {
     #[error("cannot read {}: {source}", .path.display())]
     Io { path: PathBuf, source: io::Error },
-    #[error("{} names no earlier crawl (no indexes/ folder, no .cdxj file)", .0.display())]
-    NoIndex(PathBuf),
+    #[error(transparent)]
+    Locate(#[from] crate::cdx::locate::LocateError),
 }
 
 /// Where an earlier crawl's index and WARCs are.
@@ -143,42 +143,19 @@ pub struct Place {
 /// Resolves a place naming an earlier crawl: its output folder (`indexes/`, `warcs/`), its
 /// `indexes/` folder (WARCs beside it in `../warcs/`), or one `.cdxj` file (the same).
 pub fn place_of(path: &Path) -> Result<Place, RecrawlError> {
-    let io_err = |source| RecrawlError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let meta = fs::metadata(path).map_err(io_err)?;
-    let (index_dir, cdxj) = if !meta.is_dir() {
-        let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
-        (dir, vec![path.to_path_buf()])
-    } else if path.join("indexes").is_dir() {
-        let dir = path.join("indexes");
-        let files = cdxj_in(&dir).map_err(io_err)?;
-        (dir, files)
-    } else {
-        (path.to_path_buf(), cdxj_in(path).map_err(io_err)?)
-    };
-    if cdxj.is_empty() {
-        return Err(RecrawlError::NoIndex(path.to_path_buf()));
-    }
+    // The one resolver of "a place naming an earlier crawl", shared with `[dedup] previous`.
+    let cdxj = crate::cdx::locate::crawl_indexes(path)?;
+    let index_dir = cdxj
+        .first()
+        .and_then(|f| f.parent())
+        .unwrap_or(Path::new("."))
+        .to_path_buf();
     let mut warc_dirs = Vec::new();
     if let Some(up) = index_dir.parent() {
         warc_dirs.push(up.join("warcs"));
     }
     warc_dirs.push(index_dir);
     Ok(Place { cdxj, warc_dirs })
-}
-
-fn cdxj_in(dir: &Path) -> io::Result<Vec<PathBuf>> {
-    let mut files = Vec::new();
-    for entry in fs::read_dir(dir)? {
-        let p = entry?.path();
-        if p.extension().is_some_and(|e| e == "cdxj") && p.is_file() {
-            files.push(p);
-        }
-    }
-    files.sort();
-    Ok(files)
 }
 
 /// One CDXJ line that may be an earlier capture: (url, timestamp, filename, offset, mime).
@@ -369,7 +346,12 @@ mod tests {
         assert_eq!(place_of(&file).unwrap(), whole);
         let empty = dir.path().join("empty");
         fs::create_dir_all(&empty).unwrap();
-        assert!(matches!(place_of(&empty), Err(RecrawlError::NoIndex(_))));
+        assert!(matches!(
+            place_of(&empty),
+            Err(RecrawlError::Locate(
+                crate::cdx::locate::LocateError::NoIndex(_)
+            ))
+        ));
         assert!(place_of(&dir.path().join("missing")).is_err());
     }
 

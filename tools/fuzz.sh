@@ -11,8 +11,13 @@
 # git); an empty one is first seeded from files of this repository (profiles, the demo site,
 # the test WARCs and CDXJ) and a small ARC file written here. Logs: tools/fuzz/logs/TARGET.log.
 #
-# The fuzzers run at `nice -n ${FUZZ_NICE:-19}`, so other work on the machine goes first.
-# FUZZ_BUILD=0 skips the build and runs the binaries already in tools/fuzz/target.
+# The fuzzers run at `nice -n $FUZZ_NICE` (default 19, so other work on the machine goes
+# first; FUZZ_NICE=0 for a campaign on an idle machine). FUZZ_BUILD=0 skips the build and runs
+# the binaries already in tools/fuzz/target. FUZZ_TIMEOUT (default 60) is libFuzzer's -timeout
+# per input in seconds, FUZZ_MAX_LEN (default 262144) its -max_len.
+#
+# Results: tools/fuzz/logs/summary.md, a table to paste (per target: seconds, executions,
+# executions per second, corpus size, outcome), with the machine's cores and load.
 set -euo pipefail
 exec </dev/null
 
@@ -21,6 +26,7 @@ cd "$REPO"
 SECONDS_EACH=${1:?usage: tools/fuzz.sh SECONDS [TARGET…]}
 shift
 PARALLEL=${PARALLEL:-2}
+FUZZ_NICE=${FUZZ_NICE:-19}
 TARGETS=("$@")
 if [ ${#TARGETS[@]} -eq 0 ]; then
   mapfile -t TARGETS < <(cargo +nightly fuzz list --fuzz-dir tools/fuzz)
@@ -29,7 +35,7 @@ LOGS=tools/fuzz/logs
 mkdir -p "$LOGS"
 
 if [ "${FUZZ_BUILD:-1}" != 0 ]; then
-  nice -n "${FUZZ_NICE:-19}" cargo +nightly fuzz build --fuzz-dir tools/fuzz
+  nice -n "$FUZZ_NICE" cargo +nightly fuzz build --fuzz-dir tools/fuzz
 fi
 HOST=$(rustc +nightly -vV | sed -n 's/^host: //p')
 BIN=tools/fuzz/target/$HOST/release
@@ -72,10 +78,11 @@ seed() {
 run_one() {
   local target=$1 start end rc
   start=$(date +%s)
+  rm -f "$LOGS/$target.row"
   seed "$target"
   mkdir -p "tools/fuzz/artifacts/$target"
   set +e
-  nice -n "${FUZZ_NICE:-19}" "$BIN/$target" "tools/fuzz/corpus/$target" \
+  nice -n "$FUZZ_NICE" "$BIN/$target" "tools/fuzz/corpus/$target" \
     -artifact_prefix="tools/fuzz/artifacts/$target/" \
     -max_total_time="$SECONDS_EACH" -rss_limit_mb=2048 -timeout="${FUZZ_TIMEOUT:-60}" -max_len="${FUZZ_MAX_LEN:-262144}" -print_final_stats=1 -detect_leaks=0 \
     >"$LOGS/$target.log" 2>&1
@@ -85,13 +92,25 @@ run_one() {
   local runs corpus
   runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$LOGS/$target.log" | grep -o '[0-9]*$' || echo '?')
   corpus=$(find "tools/fuzz/corpus/$target" -type f | wc -l)
+  local secs=$((end - start)) per_sec='?' outcome='no crash'
+  if [ "$runs" != '?' ] && [ "$secs" -gt 0 ]; then
+    per_sec=$((runs / secs))
+  fi
+  if [ "$rc" -ne 0 ]; then
+    outcome="FAILED (exit $rc): $(grep -m1 -o 'ERROR: libFuzzer: [a-z-]*\|panicked at [^ ]*' "$LOGS/$target.log" || echo see log)"
+  fi
+  printf '| %s | %s | %s | %s | %s | %s |\n' "$target" "$secs" "$runs" "$per_sec" "$corpus" "$outcome" \
+    >"$LOGS/$target.row"
   if [ "$rc" -eq 0 ]; then
-    printf '%-8s %6ss %12s runs %7s corpus  no crash\n' "$target" "$((end - start))" "$runs" "$corpus"
+    printf '%-8s %6ss %12s runs %8s/s %7s corpus  no crash\n' "$target" "$secs" "$runs" "$per_sec" "$corpus"
   else
-    printf '%-8s %6ss %12s runs %7s corpus  FAILED (exit %s): see %s and tools/fuzz/artifacts/%s/\n' \
-      "$target" "$((end - start))" "$runs" "$corpus" "$rc" "$LOGS/$target.log" "$target"
+    printf '%-8s %6ss %12s runs %8s/s %7s corpus  FAILED (exit %s): see %s and tools/fuzz/artifacts/%s/\n' \
+      "$target" "$secs" "$runs" "$per_sec" "$corpus" "$rc" "$LOGS/$target.log" "$target"
   fi
 }
+
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
+STARTED=$(date -u '+%Y-%m-%d %H:%M UTC')
 
 failed=0
 running=0
@@ -107,5 +126,19 @@ while [ "$running" -gt 0 ]; do
   wait -n || failed=1
   running=$((running - 1))
 done
-grep -l 'ERROR: libFuzzer\|panicked at' "$LOGS"/*.log 2>/dev/null && failed=1
+{
+  echo "# tools/fuzz.sh $SECONDS_EACH, $STARTED"
+  echo
+  echo "$(nproc) cores, $PARALLEL targets at a time, nice $FUZZ_NICE, -timeout=${FUZZ_TIMEOUT:-60}; load average before: $LOAD_BEFORE, after: $(cut -d' ' -f1-3 /proc/loadavg); $(rustc +nightly -V)"
+  echo
+  echo "| target | seconds | executions | executions/s | corpus | outcome |"
+  echo "| --- | ---: | ---: | ---: | ---: | --- |"
+  for target in "${TARGETS[@]}"; do
+    cat "$LOGS/$target.row" 2>/dev/null || echo "| $target | | | | | did not run |"
+  done
+} >"$LOGS/summary.md"
+echo "written: $LOGS/summary.md"
+for target in "${TARGETS[@]}"; do
+  grep -l 'ERROR: libFuzzer\|panicked at' "$LOGS/$target.log" 2>/dev/null && failed=1
+done
 exit "$failed"

@@ -9,6 +9,7 @@
 //! purpose.
 
 pub mod canon;
+pub mod locate;
 pub(crate) mod sort;
 
 use crate::cdx::canon::surt;

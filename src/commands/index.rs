@@ -487,10 +487,10 @@ impl CdxVisitor {
             return Ok(None);
         }
         let (Some(url), Some(date)) = (head.target_uri(), head.get("WARC-Date")) else {
-            self.problem(Problem {
+            self.problem(Problem::at(
                 offset,
-                message: format!("{record_type} record without WARC-Target-URI or WARC-Date"),
-            });
+                format!("{record_type} record without WARC-Target-URI or WARC-Date"),
+            ));
             return Ok(None);
         };
         let http = has_http_head(record_type, &url)
@@ -501,10 +501,10 @@ impl CdxVisitor {
             Vec::new()
         };
         if http && http_head.is_empty() && record_type == "response" {
-            self.problem(Problem {
+            self.problem(Problem::at(
                 offset,
-                message: "response record with an empty block: no line (as cdxj-indexer)".into(),
-            });
+                "response record with an empty block: no line (as cdxj-indexer)".into(),
+            ));
             return Ok(None);
         }
         let digest = match head.get("WARC-Payload-Digest") {

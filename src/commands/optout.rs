@@ -179,6 +179,8 @@ struct WarcFile {
     path: PathBuf,
     name: String,
     records: Vec<RecInfo>,
+    /// Offsets of its records cut short by the end of the file (or of their gzip member).
+    cut_short: Vec<u64>,
 }
 
 /// Removes from the WARCs `opts.inputs` name every record the list covers, with the records
@@ -199,16 +201,21 @@ pub fn apply(list: &OptOutList, opts: &ApplyOptions) -> Result<ApplyReport, Appl
         let mut scan = Scan::default();
         index::walk_skimming(&path, &mut scan)?;
         let name = file_name(&path);
-        if !scan.problems.is_empty() {
+        // A record cut short by the end of the file keeps an exact span: it can be copied or
+        // left out like any other. Any other damage leaves record boundaries in doubt.
+        let (cut_short, damage): (Vec<Problem>, Vec<Problem>) =
+            scan.problems.into_iter().partition(|p| p.cut_short);
+        if !damage.is_empty() {
             return Err(ApplyError::Damaged {
                 path,
-                problems: scan.problems,
+                problems: damage,
             });
         }
         files.push(WarcFile {
             path,
             name,
             records: scan.records,
+            cut_short: cut_short.iter().map(|p| p.offset).collect(),
         });
     }
     report.files = files.len();
@@ -408,10 +415,21 @@ fn rewrite(
         .permissions();
     fs::set_permissions(tmp.path(), perms).map_err(io_at(tmp.path()))?;
     tmp.as_file().sync_all().map_err(io_at(tmp.path()))?;
-    verify(tmp.path(), &kept)?;
+    // The copy holds the kept records cut short, cut short the same way, and no other damage.
+    let cut_short = kept
+        .iter()
+        .filter(|r| file.cut_short.contains(&r.span.offset))
+        .count();
+    verify(tmp.path(), &kept, cut_short)?;
     let stem = warc_stem(&file.name);
     let new_index = match index_dir {
-        Some(d) => Some(write_index_part(tmp.path(), &file.name, d, stem)?),
+        Some(d) => Some(write_index_part(
+            tmp.path(),
+            &file.name,
+            d,
+            stem,
+            cut_short,
+        )?),
         None => None,
     };
     // Swap: old index out of pywb's sight first, so no index ever points into the wrong file.
@@ -475,15 +493,16 @@ fn copy_records(src: &Path, kept: &[&RecInfo], out: &File) -> io::Result<()> {
 }
 
 /// Reads the new file back, inflating every member and checking its CRC: it must hold
-/// exactly the kept records, in order, undamaged.
-fn verify(path: &Path, kept: &[&RecInfo]) -> Result<(), ApplyError> {
+/// exactly the kept records, in order, undamaged but for the `cut_short` records the old file
+/// held already.
+fn verify(path: &Path, kept: &[&RecInfo], cut_short: usize) -> Result<(), ApplyError> {
     let fail = |message: String| ApplyError::Verify {
         path: path.to_path_buf(),
         message,
     };
     let mut scan = Scan::default();
     index::walk(path, &mut scan).map_err(|e| fail(e.to_string()))?;
-    if let Some(p) = scan.problems.first() {
+    if let Some(p) = unexpected(&scan.problems, cut_short) {
         return Err(fail(p.to_string()));
     }
     if scan.records.len() != kept.len() {
@@ -501,15 +520,22 @@ fn verify(path: &Path, kept: &[&RecInfo]) -> Result<(), ApplyError> {
     Ok(())
 }
 
+/// The first problem of a rewritten file beyond the `cut_short` records it was to keep.
+fn unexpected(problems: &[Problem], cut_short: usize) -> Option<&Problem> {
+    let short = problems.iter().filter(|p| p.cut_short).count();
+    problems.iter().find(|p| !p.cut_short || short != cut_short)
+}
+
 /// Indexes the new file (under its final name) into `DIR/STEM.cdxj.optout-part`.
 fn write_index_part(
     new_warc: &Path,
     name: &str,
     dir: &Path,
     stem: &str,
+    cut_short: usize,
 ) -> Result<PathBuf, ApplyError> {
     let (lines, problems) = index::cdxj_for_file(new_warc, name)?;
-    if let Some(p) = problems.first() {
+    if let Some(p) = unexpected(&problems, cut_short) {
         return Err(ApplyError::Verify {
             path: new_warc.to_path_buf(),
             message: p.to_string(),
@@ -615,11 +641,13 @@ mod tests {
                     partner,
                     rec("response", "<k>", "http://a.test/y"),
                 ],
+                cut_short: Vec::new(),
             },
             WarcFile {
                 path: PathBuf::from("b"),
                 name: "b".into(),
                 records: vec![by_id, chained],
+                cut_short: Vec::new(),
             },
         ];
         let removal = decide(&l, &files);

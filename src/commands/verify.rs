@@ -419,8 +419,6 @@ impl Hashes {
 
 /// What reading one block found.
 struct BlockCheck {
-    /// Bytes of block read.
-    read: u64,
     block: Option<bool>,
     /// The payload digest over the de-chunked body (the WARC 1.1 payload).
     payload: Option<bool>,
@@ -548,7 +546,6 @@ impl Checker {
             && head
                 .get("Content-Type")
                 .is_some_and(|c| c.to_ascii_lowercase().starts_with("application/http"));
-        let mut read = 0u64;
         let mut framed = payload_digest.map(|_| Hashes::new(sha256));
         let mut dechunked: Option<(Hashes, Dechunker)> = None;
         let mut http_head_missing = false;
@@ -556,7 +553,6 @@ impl Checker {
             let mut http = Vec::new();
             let ended = read_head(block, &mut http)?;
             whole.update(&http);
-            read += http.len() as u64;
             if !ended {
                 http_head_missing = true;
             } else if is_chunked(&String::from_utf8_lossy(&http)) {
@@ -576,7 +572,6 @@ impl Checker {
                 d.feed(buf, |piece| h.update(piece));
             }
             let n = buf.len();
-            read += n as u64;
             block.consume(n);
         }
         let block = block_digest.and_then(|e| whole.matches(e));
@@ -597,7 +592,6 @@ impl Checker {
             _ => (None, None),
         };
         Ok(BlockCheck {
-            read,
             block,
             payload,
             framed: framed_ok,
@@ -634,18 +628,7 @@ impl Visitor for Checker {
             }
         }
         let check = self.read_block(head, block, block_digest.as_ref(), payload_digest.as_ref())?;
-        if let Some(Ok(len)) = head.content_length() {
-            if check.read < len {
-                self.problem(
-                    offset,
-                    id.as_deref(),
-                    format!(
-                        "the block has {} bytes, Content-Length says {len} (truncated file?)",
-                        check.read
-                    ),
-                );
-            }
-        }
+        // A block shorter than its Content-Length is reported by the walk (`problem`).
         if check.block == Some(false) {
             self.problem(
                 offset,

@@ -351,12 +351,15 @@ impl Checker<'_> {
         Ok(roots)
     }
 
-    /// `[dedup] previous`: paths relative to the profile's folder, which must exist.
+    /// `[dedup] previous`: earlier crawls, relative to the profile's folder; each must name a
+    /// CDXJ index (a crawl's output folder, its `indexes/`, or `.cdxj` files), else the crawl
+    /// would find no earlier digest and write no revisit, silently.
     fn dedup_paths(&self, base: &Path, raw: &[String]) -> Result<Vec<PathBuf>, ProfileError> {
         self.existing_paths("dedup.previous", base, raw)
     }
 
-    /// Paths relative to the profile's folder, which must exist.
+    /// Paths relative to the profile's folder, each naming an earlier crawl's index (its output
+    /// folder, its `indexes/`, or `.cdxj` files): one resolver for every option that names one.
     fn existing_paths(
         &self,
         field: &str,
@@ -366,11 +369,9 @@ impl Checker<'_> {
         raw.iter()
             .map(|p| {
                 let path = base.join(p);
-                if path.exists() {
-                    Ok(path)
-                } else {
-                    Err(self.error(field, format!("{} does not exist", path.display())))
-                }
+                crate::cdx::locate::crawl_indexes(&path)
+                    .map(|_| path)
+                    .map_err(|e| self.error(field, e.to_string()))
             })
             .collect()
     }

@@ -5,6 +5,10 @@
 use super::page::Page;
 use crate::net::fetch::Fetched;
 
+/// The crawl.log note of a page whose links were read only up to the HTML parser's memory cap
+/// (elements opened by the million and never closed): the links after it are unseen.
+pub(super) const LINKS_CUT: &str = "links-cut:parser-memory";
+
 /// The settings `decide` obeys.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Rules {
@@ -79,6 +83,9 @@ pub(super) fn decide(f: &Fetched, page: &Page, attempts: u32, rules: Rules) -> D
     if page.left_out > 0 {
         notes.push(format!("max-outlinks:{}", page.left_out));
     }
+    if page.links_cut {
+        notes.push(LINKS_CUT.to_string());
+    }
     if let Some(trap) = &page.trap {
         notes.push(trap.rule.to_string());
     }
@@ -142,6 +149,7 @@ mod tests {
             trap: None,
             bad_location: None,
             left_out: 0,
+            links_cut: false,
         }
     }
 
@@ -228,6 +236,7 @@ mod tests {
         f.body_skipped = true;
         let mut p = page();
         p.left_out = 7;
+        p.links_cut = true;
         p.trap = Some(Trap {
             rule: "trap:repeated-content",
             detail: "same text".to_string(),
@@ -236,7 +245,12 @@ mod tests {
         assert!(matches!(d, Disposition::NotKept { .. }));
         assert_eq!(
             notes(&d),
-            ["max-outlinks:7", "trap:repeated-content", "scope:mime"]
+            [
+                "max-outlinks:7",
+                LINKS_CUT,
+                "trap:repeated-content",
+                "scope:mime"
+            ]
         );
     }
 }

@@ -172,7 +172,8 @@ impl Crawler {
         };
         // Nothing left by an earlier run: a patch URL seen before cannot be queued twice.
         let idle = flying == 0 && self.with_sched(key, |s| s.left_anywhere()) == 0;
-        let new_seeds = self.queue_seeds(key) + self.queue_earlier(key) + self.queue_patch(key, patch, idle);
+        let new_seeds =
+            self.queue_seeds(key) + self.queue_earlier(key) + self.queue_patch(key, patch, idle);
         if self.already_complete(key, flying, new_seeds) {
             return false;
         }

@@ -539,7 +539,8 @@ fn load_digests(p: &Profile) -> anyhow::Result<crate::dedup::DigestIndex> {
     let mut index = crate::dedup::DigestIndex::new();
     let own = p.output_dir.join("indexes");
     let mut paths = p.dedup.previous.clone();
-    if own.is_dir() {
+    // This crawl's own folder holds no index yet on its first run: nothing to load then.
+    if crate::cdx::locate::crawl_indexes(&own).is_ok() {
         paths.push(own);
     }
     if !paths.is_empty() {

@@ -33,6 +33,9 @@ pub(super) struct Page {
     pub(super) bad_location: Option<String>,
     /// Links left out past `[limits] max_outlinks`.
     pub(super) left_out: usize,
+    /// The HTML parse stopped at its memory cap (see [`extract::MAX_PARSER_MEMORY`]): the
+    /// links after that point were never read.
+    pub(super) links_cut: bool,
 }
 
 impl Crawler {
@@ -60,6 +63,7 @@ impl Crawler {
         let mut text = Vec::new();
         let mut trap = None;
         let mut left_out = 0;
+        let mut links_cut = false;
         if !f.payload.is_empty() && is_html(&f.headers) {
             let encoding = f.header("content-encoding");
             // Only the start of the page is held decoded (fingerprint, challenge markers);
@@ -84,6 +88,7 @@ impl Crawler {
                 directives.merge(page.directives);
                 links.extend(page.links);
                 left_out = page.left_out;
+                links_cut = page.cut;
                 if self.content_traps_on {
                     let text = page_text
                         .unwrap_or_else(|| crate::scope::traps::visible_text(&decoded.bytes));
@@ -118,6 +123,7 @@ impl Crawler {
             trap,
             bad_location,
             left_out,
+            links_cut,
         }
     }
 }

@@ -91,7 +91,16 @@ pub struct Extracted {
     /// Link values left out once the page reached its link limit (or too long to be a URL
     /// worth fetching); counted, never kept.
     pub left_out: usize,
+    /// The parse stopped at [`MAX_PARSER_MEMORY`] (elements opened and never closed, by the
+    /// million): links after that point were not read.
+    pub cut: bool,
 }
+
+/// Most memory one parse may take for the parser's own state (lol_html's stack of open
+/// elements and its buffer for a tag split between reads). A page of `<a href=x>` repeated
+/// and never closed pushes an element per link: 50 MB of it held about 900 MB before this cap.
+/// 4 MiB is some 20,000 open elements, far deeper than any real page nests.
+pub const MAX_PARSER_MEMORY: usize = 4 << 20;
 
 /// Attribute values longer than this are not taken as links (a URL over 2,000 characters is
 /// a trap anyway); holding them would let one page pin megabytes per link.
@@ -226,6 +235,9 @@ fn parse_page(
         text = page_text.filter(|_| !other_charset).map(TextParse::finish);
         collector
     };
+    let mut collector = collector;
+    // The distinct values were needed only while reading (up to max_outlinks strings).
+    collector.values = HashSet::new();
     let base = document_base(page_url, collector.base_href.as_deref());
     let mut links = LinkList {
         limit: max_links,
@@ -236,6 +248,7 @@ fn parse_page(
         links: links.links,
         directives: collector.directives,
         left_out: collector.left_out + links.left_out,
+        cut: collector.cut,
     };
     (extracted, text)
 }
@@ -364,6 +377,8 @@ struct Collector {
     /// A `<meta>` of the document may name a charset other than UTF-8 (see
     /// [`extract_html_and_text`]).
     meta_names_other_charset: bool,
+    /// The parse hit [`MAX_PARSER_MEMORY`].
+    cut: bool,
 }
 
 impl Collector {
@@ -478,37 +493,64 @@ fn collect_from(
             // lol_html cannot read leaves the choice to them.
             encoding: forced.unwrap_or_else(AsciiCompatibleEncoding::utf_8),
             adjust_charset_on_meta_tag: sniff_meta && forced.is_none(),
+            memory_settings: lol_html::MemorySettings {
+                max_allowed_memory_usage: MAX_PARSER_MEMORY,
+                ..lol_html::MemorySettings::new()
+            },
             ..Settings::new()
         };
         let mut rewriter = HtmlRewriter::new(settings, |_: &[u8]| {});
-        let ok = READ_BUFFER.with(|buffer| match buffer.try_borrow_mut() {
+        let end = READ_BUFFER.with(|buffer| match buffer.try_borrow_mut() {
             Ok(mut buf) => pump(&mut rewriter, &mut input, &mut buf),
             // A parse inside a parse (none today) finds the buffer lent: it gets its own.
             Err(_) => pump(&mut rewriter, &mut input, &mut vec![0; READ_CHUNK]),
         });
         // After an error lol_html must not be called again.
-        if ok {
-            let _ = rewriter.end();
+        match end {
+            Pumped::Read => {
+                if let Err(lol_html::errors::RewritingError::MemoryLimitExceeded(_)) =
+                    rewriter.end()
+                {
+                    state.borrow_mut().cut = true;
+                }
+            }
+            Pumped::OutOfMemory => state.borrow_mut().cut = true,
+            Pumped::Failed => {}
         }
     }
     state.into_inner()
 }
 
-/// Writes what `input` holds to the parser, `buf` at a time; false after a parser error.
+/// How feeding the parser ended.
+enum Pumped {
+    /// The input was read to its end (or to a read error: a corrupt compressed body).
+    Read,
+    /// The parser reached [`MAX_PARSER_MEMORY`].
+    OutOfMemory,
+    /// Another parser error.
+    Failed,
+}
+
+/// Writes what `input` holds to the parser, `buf` at a time, until the input ends or the
+/// parser fails.
 fn pump<O: lol_html::OutputSink>(
     rewriter: &mut HtmlRewriter<'_, O>,
     input: &mut impl Read,
     buf: &mut [u8],
-) -> bool {
+) -> Pumped {
     loop {
         let n = match input.read(buf) {
-            Ok(0) => return true,
+            Ok(0) => return Pumped::Read,
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(_) => return true, // a corrupt compressed body: keep what was parsed
+            Err(_) => return Pumped::Read, // a corrupt compressed body: keep what was parsed
         };
-        if rewriter.write(&buf[..n]).is_err() {
-            return false;
+        match rewriter.write(&buf[..n]) {
+            Ok(()) => {}
+            Err(lol_html::errors::RewritingError::MemoryLimitExceeded(_)) => {
+                return Pumped::OutOfMemory
+            }
+            Err(_) => return Pumped::Failed,
         }
     }
 }
@@ -812,6 +854,8 @@ impl LinkList {
     }
 }
 
+#[cfg(test)]
+mod bomb_tests;
 #[cfg(test)]
 mod one_parse_tests;
 #[cfg(test)]

@@ -15,6 +15,9 @@ use crate::warc::head::{is_py_space_byte, MAX_LINE};
 /// Read buffer over the file: large, because inflating is the hot loop.
 pub(crate) const INPUT_BUF: usize = 256 * 1024;
 
+/// Bytes [`Source::find`] looks through per step.
+const FIND_STEP: usize = 4096;
+
 /// Inflated bytes handed out per step, at most.
 pub(crate) const OUTPUT_BUF: usize = 64 * 1024;
 
@@ -57,13 +60,13 @@ impl Source {
     }
 
     pub(crate) fn seek_to(&mut self, pos: u64) -> io::Result<()> {
-        let moved = match pos
-            .checked_sub(self.pos)
-            .and_then(|d| i64::try_from(d).ok())
-        {
-            // Forward: keeps what is buffered when the target lies within it.
-            Some(forward) => self.inner.seek_relative(forward),
-            None => self.inner.seek(SeekFrom::Start(pos)).map(drop),
+        let delta = i128::from(pos) - i128::from(self.pos);
+        let moved = match i64::try_from(delta) {
+            // Keeps what is buffered when the target lies within it, backwards too: the search
+            // after damage steps back a little from where a failed record stopped, once per
+            // false start, and re-reading the buffer each time made that quadratic.
+            Ok(relative) => self.inner.seek_relative(relative),
+            Err(_) => self.inner.seek(SeekFrom::Start(pos)).map(drop),
         };
         moved.map_err(|e| self.fail(e))?;
         self.pos = pos;
@@ -91,15 +94,17 @@ impl Source {
             self.read_exact(&mut one)?;
             prev_newline = one[0] == b'\n';
         }
-        let mut window: Vec<u8> = Vec::with_capacity(INPUT_BUF + pattern.len());
+        let mut window: Vec<u8> = Vec::with_capacity(FIND_STEP + pattern.len());
         let mut window_start = self.pos;
         loop {
             let buf = self.fill_buf()?;
             if buf.is_empty() {
                 return Ok(None);
             }
-            window.extend_from_slice(buf);
-            let n = buf.len();
+            // A step at a time, not the whole buffer: the match is usually near, and the
+            // step back to it then stays inside the buffer.
+            let n = buf.len().min(FIND_STEP);
+            window.extend_from_slice(&buf[..n]);
             self.consume(n);
             for i in 0..window.len().saturating_sub(pattern.len() - 1) {
                 let at_line = if i == 0 {

@@ -19,8 +19,8 @@
 //! the index because it is `application/warc-fields`, so replay never lands on it.
 
 use super::check::check_revisit_fields;
-use super::record::{new_head, record_id, write_record, write_revisit_as, Capture};
 use super::open::OpenWarc;
+use super::record::{new_head, record_id, write_record, write_revisit_as, Capture};
 use super::writer::WarcWriter;
 use super::{Revisit, WarcError, WarcVersion, Written};
 use crate::spool::sha1_of;

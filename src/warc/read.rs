@@ -59,6 +59,21 @@ pub enum IndexError {
 pub struct Problem {
     pub offset: u64,
     pub message: String,
+    /// The record's block stops at the end of the file (or of its gzip member) before its
+    /// Content-Length says: damage, but the record is read as warcio reads it and its span
+    /// (to that end) is exact, so the file can still be rewritten record by record.
+    pub cut_short: bool,
+}
+
+impl Problem {
+    /// Damage at `offset`.
+    pub fn at(offset: u64, message: String) -> Problem {
+        Problem {
+            offset,
+            message,
+            cut_short: false,
+        }
+    }
 }
 
 impl std::fmt::Display for Problem {
@@ -371,7 +386,12 @@ impl Walker<'_> {
             src: &mut self.src,
             inf: &mut self.inflater,
         };
-        io::copy(&mut (&mut member).take(remaining), &mut io::sink()).map_err(damage)?;
+        let copied =
+            io::copy(&mut (&mut member).take(remaining), &mut io::sink()).map_err(damage)?;
+        // As in a plain file, a block cut short is read (warcio reads it) and reported.
+        if copied < remaining {
+            visitor.problem(truncated(offset, "gzip member", remaining - copied, limit));
+        }
         let left = member.drain().map_err(damage)?;
         if left.record {
             return Err(RecordError::Fatal(IndexError::NotPerRecordGzip {
@@ -380,12 +400,12 @@ impl Walker<'_> {
             }));
         }
         if left.data {
-            visitor.problem(Problem {
+            visitor.problem(Problem::at(
                 offset,
-                message: "unexpected bytes after the record inside its gzip member (bad \
-                          Content-Length?)"
+                "unexpected bytes after the record inside its gzip member (bad \
+                 Content-Length?)"
                     .into(),
-            });
+            ));
         }
         Ok(Step::Record(Span::whole(offset, self.src.pos), head, item))
     }
@@ -473,20 +493,20 @@ impl Walker<'_> {
             _ => {
                 let copied = io::copy(&mut (&mut self.src).take(remaining), &mut io::sink())
                     .map_err(damage)?;
+                // The file ends inside the block. warcio (and so cdxj-indexer) still reads
+                // the record, up to the end of the file; so does the walk, and says so.
                 if copied < remaining {
-                    return Err(RecordError::Damage(
-                        "the file ends inside this record (truncated)".into(),
-                    ));
+                    visitor.problem(truncated(offset, "file", remaining - copied, limit));
                 }
             }
         }
         let length = self.src.pos - offset;
         let clean = skip_blank_lines(&mut self.src).map_err(damage)?;
         if !clean {
-            visitor.problem(Problem {
+            visitor.problem(Problem::at(
                 offset,
-                message: "record not followed by a blank line (bad Content-Length?)".into(),
-            });
+                "record not followed by a blank line (bad Content-Length?)".into(),
+            ));
         }
         let end = self.src.pos;
         Ok(Step::Record(
@@ -503,7 +523,7 @@ impl Walker<'_> {
     /// Remembers damage at `offset`; reported once we know where reading resumed.
     fn damaged(&mut self, offset: u64, message: String) {
         if self.pending.is_none() {
-            self.pending = Some(Problem { offset, message });
+            self.pending = Some(Problem::at(offset, message));
         }
     }
 
@@ -552,6 +572,19 @@ fn head_or_why(
             start: line,
         })),
         HeadRead::NotWarc(line) => Err(RecordError::Damage(why(&line))),
+    }
+}
+
+/// The damage of a record whose block ends before its Content-Length does (`missing` bytes
+/// short), in a file or in a gzip member (`what`).
+fn truncated(offset: u64, what: &str, missing: u64, length: u64) -> Problem {
+    Problem {
+        offset,
+        message: format!(
+            "the {what} ends inside this record (truncated: {missing} of its {length} block \
+             bytes are missing)"
+        ),
+        cut_short: true,
     }
 }
 

@@ -521,6 +521,8 @@ max_retries = 1
 [limits]
 max_body_bytes = 2000000
 timeout = 3.0
+# Below the flood pages' links, so the cap is exercised (the default, 100,000, is above them).
+max_outlinks = 6000
 
 [resolve]
 "inward.test" = "10.9.9.9"

@@ -10,6 +10,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod arc_spaces;
 mod browser_archive;
 mod browser_render;
 mod browser_tab;
@@ -18,6 +19,7 @@ mod control_console;
 mod crash_resume;
 mod crawl_runs;
 mod crawl_site;
+mod dedup_previous;
 mod descriptors;
 mod diff_cmd;
 mod distributed;

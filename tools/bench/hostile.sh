@@ -2,12 +2,21 @@
 # tools/bench/hostile.sh: link floods at the sizes of issue 9, measured on the release build.
 #
 # Usage: tools/bench/hostile.sh [SCENARIO…]
-#   (default: repeated unique eight-repeated eight-unique; see tools/bench/hostile_server.py)
+#   (default: repeated unique eight-repeated eight-unique bombs; see tools/bench/hostile_server.py)
 #
 #   repeated        one page of 4.2 MB gzip (50 MB decoded, 1.5 million links from 10,000 URLs)
 #   unique          one page of 8.5 MB of unique links (190,000)
 #   eight-repeated  eight "repeated" sites at once
 #   eight-unique    eight "unique" sites at once
+#   bombs           issue 26: both link bombs below at once, with six more ordinary sites, 8 sites
+#                   crawled in parallel, no delay, max_body_bytes = 20000000, timeout = 10
+#   bomb            issue 26: a 4.2 MB gzip page decoding to 2 GiB of <a href=x> (same setting)
+#   offsite         issue 26: an 8.5 MB gzip page decoding to ~50 MB of 3.6 million distinct
+#                   off-site links under a <base href> of another origin (same setting)
+#
+# The crawler's RSS is sampled every 0.25 s (/proc/PID/status): the peak of the samples and
+# GNU time's maximum go in the results, the samples in SCENARIO/rss.tsv, and a line of the RSS
+# over time (the highest sample of each second).
 #
 # Each scenario crawls the flood sites next to an ordinary 60-page site (min_delay 0.5 s) and
 # reports the crawler's peak RSS and wall time (GNU time), the size of crawl.log and the
@@ -18,6 +27,7 @@
 #
 # Environment:
 #   BENCH_NO_BUILD=1   use the release binary already built
+#   BENCH_MAX_OUTLINKS=N  the crawl's [limits] max_outlinks (default: the crawler's)
 #   CARGO_TARGET_DIR   honoured as cargo does
 # Output: tools/bench/out/hostile/SCENARIO/ (git-ignored) and tools/bench/out/hostile/results.md.
 # Nothing listens or connects outside 127.0.0.0/8.
@@ -29,10 +39,10 @@ REPO="$(cd "$HERE/../.." && pwd)"
 source "$REPO/tools/lib.sh"
 OUT="$HERE/out/hostile"
 SCENARIOS=("$@")
-[[ ${#SCENARIOS[@]} -gt 0 ]] || SCENARIOS=(repeated unique eight-repeated eight-unique)
+[[ ${#SCENARIOS[@]} -gt 0 ]] || SCENARIOS=(repeated unique eight-repeated eight-unique bombs)
 
 for s in "${SCENARIOS[@]}"; do
-    case $s in repeated | unique | eight-repeated | eight-unique) ;; *) die "unknown scenario $s" ;; esac
+    case $s in repeated | unique | eight-repeated | eight-unique | bombs | bomb | offsite) ;; *) die "unknown scenario $s" ;; esac
 done
 command -v python3 >/dev/null || die "python3 is needed"
 need_gnu_time
@@ -46,6 +56,7 @@ BIN="$TARGET_DIR/release/archiver"
 [[ -x "$BIN" ]] || die "no crawler binary at $BIN (build it with: cargo build --release)"
 
 SERVER_PID=""
+MAX_OUTLINKS="${BENCH_MAX_OUTLINKS:+max_outlinks = $BENCH_MAX_OUTLINKS}"
 cleanup() {
     if [[ -n "$SERVER_PID" ]]; then
         kill "$SERVER_PID" 2>/dev/null || true
@@ -61,8 +72,10 @@ RESULTS="$OUT/results.md"
     echo
     echo "$(nproc) cores, load average before: $(cut -d' ' -f1-3 /proc/loadavg); $("$BIN" --version 2>/dev/null || echo archiver)"
     echo
-    echo "| scenario | page | crawl wall s | peak RSS MB | crawl.log MB | crawl.log lines | ordinary site, worst wait s |"
-    echo "| --- | --- | ---: | ---: | ---: | ---: | ---: |"
+    echo "${MAX_OUTLINKS:-max_outlinks: the default}"
+    echo
+    echo "| scenario | page | crawl wall s | peak RSS MB (GNU time) | peak RSS MB (0.25 s samples) | crawl.log MB | crawl.log lines | ordinary site, worst wait s |"
+    echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"
 } >"$RESULTS"
 
 for scenario in "${SCENARIOS[@]}"; do
@@ -78,33 +91,55 @@ for scenario in "${SCENARIOS[@]}"; do
     done
     [[ -s "$dir/seeds.txt" ]] || die "the server did not start"
     seeds=$(sed 's/.*/"&"/' "$dir/seeds.txt" | paste -sd, -)
+    case $scenario in
+        bombs | bomb | offsite)
+            # Issue 26's setting: 8 sites at once, no delay; the bomb links are in scope or
+            # off-site, as the pages make them.
+            sites=8 exclude="" delay="min_delay = 0.0" timeout=10.0 ;;
+        *)
+            sites=16 exclude='exclude = ["/flood-link/"]' delay="min_delay = 0.5" timeout=30.0 ;;
+    esac
     cat >"$dir/profile.toml" <<EOF
 [crawl]
 name = "hostile-bench"
 seeds = [$seeds]
-sites_at_once = 16
+sites_at_once = $sites
 
 [identity]
 user_agent = "archiver/0.1 (+https://example.org/archiver-bench)"
 
 [scope]
-exclude = ["/flood-link/"]
+$exclude
 
 [politeness]
-min_delay = 0.5
+$delay
 delay_factor = 0.0
 max_delay = 1.0
 
 [limits]
 max_body_bytes = 20000000
-timeout = 30.0
+timeout = $timeout
+$MAX_OUTLINKS
 
 [output]
 dir = "crawl"
 EOF
     echo "== $scenario: $(cat "$dir/pages.txt")"
-    (cd "$dir" && /usr/bin/time -v -o time.txt "$BIN" crawl --profile profile.toml >stdout.log 2>stderr.log) ||
-        die "the crawl failed ($scenario): see $dir/stderr.log"
+    (cd "$dir" && exec /usr/bin/time -v -o time.txt "$BIN" crawl --profile profile.toml >stdout.log 2>stderr.log) &
+    TIME_PID=$!
+    # The crawler is GNU time's only child: sample its RSS every 0.25 s until it ends.
+    crawler=""
+    start=$(date +%s%N)
+    : >"$dir/rss.tsv"
+    while kill -0 "$TIME_PID" 2>/dev/null; do
+        [[ -n "$crawler" ]] || crawler=$(pgrep -P "$TIME_PID" || true)
+        if [[ -n "$crawler" ]]; then
+            rss=$(awk '/^VmRSS:/ {print $2}' "/proc/$crawler/status" 2>/dev/null || true)
+            [[ -z "$rss" ]] || echo "$(( ($(date +%s%N) - start) / 1000000 )) $rss" >>"$dir/rss.tsv"
+        fi
+        sleep 0.25
+    done
+    wait "$TIME_PID" || die "the crawl failed ($scenario): see $dir/stderr.log"
     kill "$SERVER_PID" 2>/dev/null || true
     wait "$SERVER_PID" 2>/dev/null || true
     SERVER_PID=""
@@ -124,10 +159,24 @@ with open(log, "rb") as f:
 hits = sorted(tuple(map(int, l.split()[1:3])) for l in open(os.path.join(d, "server.log")))
 worst = max((b[0] - a[1] for a, b in zip(hits, hits[1:])), default=0) / 1e9
 page = open(os.path.join(d, "pages.txt")).read().strip()
-print(f"| {scenario} | {page} | {secs:.1f} | {rss_kb / 1024:.1f} | {size / 2**20:.1f} | {lines} | "
-      f"{worst:.3f} ({len(hits)} requests) |")
+# rss.tsv: milliseconds since the start, VmRSS in kB.
+samples = [tuple(map(int, l.split())) for l in open(os.path.join(d, "rss.tsv")) if l.strip()]
+peak = max((kb for _, kb in samples), default=0) / 1024
+print(f"| {scenario} | {page} | {secs:.1f} | {rss_kb / 1024:.1f} | {peak:.1f} | {size / 2**20:.1f} | "
+      f"{lines} | {worst:.3f} ({len(hits)} requests) |")
+per_second = {}
+for ms, kb in samples:
+    per_second[ms // 1000] = max(per_second.get(ms // 1000, 0), kb)
+over_time = " ".join(f"{per_second[s] / 1024:.0f}" for s in sorted(per_second))
+with open(os.path.join(d, "rss_over_time.txt"), "w") as f:
+    f.write(f"{scenario}: RSS MB, highest sample of each second from the start: {over_time}\n")
 PY
     tail -n 1 "$RESULTS"
+    cat "$dir/rss_over_time.txt"
 done
+{
+    echo
+    for scenario in "${SCENARIOS[@]}"; do cat "$OUT/$scenario/rss_over_time.txt"; echo; done
+} >>"$RESULTS"
 echo
 echo "written: $RESULTS"

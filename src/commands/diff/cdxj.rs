@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::{index, DiffError};
+use crate::cdx::locate;
 use crate::commands::io_at;
 
 /// One crawl as `diff` sees it: its CDXJ files and where its WARCs may be.
@@ -48,20 +49,21 @@ impl Crawl {
                 path.to_path_buf(),
             )));
         }
-        let (index_dir, warc_dirs) = if path.join("indexes").is_dir() {
-            let dirs = vec![path.join("warcs"), path.to_path_buf()];
-            (path.join("indexes"), dirs)
+        let warc_dirs = if path.join("indexes").is_dir() {
+            vec![path.join("warcs"), path.to_path_buf()]
         } else {
-            let dirs = vec![path.to_path_buf(), path.join("..").join("warcs")];
-            (path.to_path_buf(), dirs)
+            vec![path.to_path_buf(), path.join("..").join("warcs")]
         };
-        let mut indexes = Vec::new();
-        for entry in std::fs::read_dir(&index_dir).map_err(io_at(&index_dir))? {
-            let p = entry.map_err(io_at(&index_dir))?.path();
-            if p.extension().is_some_and(|e| e == "cdxj") && p.is_file() {
-                indexes.push(p);
+        let indexes = match locate::crawl_indexes(path) {
+            Ok(indexes) => indexes,
+            Err(locate::LocateError::NoIndex(_)) => Vec::new(),
+            Err(locate::LocateError::Missing(p)) => {
+                return Err(DiffError::Input(index::InputError::Missing(p)))
             }
-        }
+            Err(locate::LocateError::Io { path, source }) => {
+                return Err(io_at(&path)(source).into())
+            }
+        };
         if indexes.is_empty() {
             let found = match index::find_archives(&[path.to_path_buf()]) {
                 Ok(found) => found,
@@ -72,7 +74,6 @@ impl Crawl {
             };
             return Crawl::from_archives(label, found.files);
         }
-        indexes.sort();
         Ok(Crawl {
             label,
             indexes,

@@ -232,6 +232,7 @@ fn warcio(venv: &Path, args: &[&str]) -> (bool, String) {
     (out.status.success(), text)
 }
 
+mod false_starts;
 mod notmodified;
 mod recover;
 mod revisit;
