@@ -216,6 +216,37 @@ run_crawler() {
         date +%s.%N >"$OUT/$name.exit"
     ) &
     CRAWL_PIDS+=($!)
+    sample_cpu "$name" &
+}
+
+# sample_cpu NAME: once a second, the crawler's CPU ticks (all threads) and its busiest thread's,
+# to NAME.cpu ("seconds-since-start total-ticks busiest-thread-ticks threads"), so the report
+# can say whether the start is bound by one core. With BENCH_PERF=S, `perf record -g` on the
+# crawler for its first S seconds (NAME.perf.data).
+sample_cpu() {
+    local name="$1" pid="" i f tot best n tk c
+    for ((i = 0; i < 100; i++)); do
+        pid="$(pgrep -f -n -- "^$BIN crawl --profile $OUT/$name.toml" || true)"
+        [[ -n "$pid" ]] && break
+        sleep 0.05
+    done
+    [[ -n "$pid" ]] || return 0
+    if [[ -n "${BENCH_PERF:-}" ]] && command -v perf >/dev/null; then
+        perf record -F 499 -g -o "$OUT/$name.perf.data" -p "$pid" -- sleep "$BENCH_PERF" \
+            >"$OUT/$name.perf.log" 2>&1 &
+    fi
+    while kill -0 "$pid" 2>/dev/null; do
+        tot=0 best=0 n=0
+        for tk in /proc/"$pid"/task/*/stat; do
+            f=($(sed 's/^.*) //' "$tk" 2>/dev/null)) || continue
+            [[ ${#f[@]} -gt 12 ]] || continue
+            c=$((f[11] + f[12]))
+            tot=$((tot + c)); n=$((n + 1))
+            [[ "$c" -gt "$best" ]] && best="$c"
+        done
+        echo "$EPOCHREALTIME $tot $best $n" >>"$OUT/$name.cpu"
+        sleep 1
+    done
 }
 
 # analyse NAME NCRAWLERS [PG_CPU] [XACTS]: one row of figures from NAME.access.log.
@@ -273,6 +304,16 @@ start_file = os.path.join(out, f"{name}.start")
 wall = max(exits) - float(open(start_file).read()) if os.path.exists(start_file) else 0.0
 exit_after = max(exits) - last if total else 0.0
 peak = max(per_sec.values()) if per_sec else 0
+t_first = int(first) if total else 0
+timeline = " ".join(str(per_sec.get(t_first + i, 0)) for i in range(16))
+cores = ""
+cpu_file = os.path.join(out, f"{name}.cpu")
+if ncrawl == 1 and os.path.exists(cpu_file):
+    hz = os.sysconf("SC_CLK_TCK")
+    rows_ = [list(map(float, l.split())) for l in open(cpu_file) if len(l.split()) == 4]
+    steps = [((b[1] - a[1]) / hz / max(b[0] - a[0], 1e-3), (b[2] - a[2]) / hz / max(b[0] - a[0], 1e-3))
+             for a, b in zip(rows_, rows_[1:])]
+    cores = " ".join(f"{c:.2f}/{t:.2f}" for c, t in steps[:16])
 row = {
     "run": name, "crawlers": ncrawl, "requests": total, "non-200": bad,
     "sites complete": f"{complete}/{n}", "violations": violations,
@@ -281,7 +322,10 @@ row = {
     "last exit after last answer": f"{exit_after:.1f} s",
     "crawler CPU": f"{cpu:.1f} s", "crawler CPU/request": f"{cpu * 1e3 / max(total, 1):.3f} ms",
     "peak RSS (largest process)": f"{rss:.0f} MB", "peak requests/s": peak,
+    "requests started per second, first 16 s": timeline,
 }
+if cores:
+    row["crawler cores used per second (all threads/busiest thread), first 16 s"] = cores
 if pgcpu:
     pg = float(pgcpu)
     row["PostgreSQL CPU"] = f"{pg:.1f} s"
