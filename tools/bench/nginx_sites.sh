@@ -232,8 +232,9 @@ sample_cpu() {
     done
     [[ -n "$pid" ]] || return 0
     if [[ -n "${BENCH_PERF:-}" ]] && command -v perf >/dev/null; then
-        perf record -F 499 -g -o "$OUT/$name.perf.data" -p "$pid" -- sleep "$BENCH_PERF" \
-            >"$OUT/$name.perf.log" 2>&1 &
+        # After the runtime's threads exist: `perf record -p` follows only the threads it finds.
+        (sleep 1.5 && perf record -F 499 -g -o "$OUT/$name.perf.data" -p "$pid" -- sleep "$BENCH_PERF" \
+            >"$OUT/$name.perf.log" 2>&1) &
     fi
     while kill -0 "$pid" 2>/dev/null; do
         tot=0 best=0 n=0
