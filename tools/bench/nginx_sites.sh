@@ -210,7 +210,9 @@ run_crawler() {
     local name="$1" profile="$2"
     (
         set +e
-        timeout -s TERM "$LIMIT" /usr/bin/time -v -o "$OUT/$name.time" \
+        # timeout inside time: the TERM reaches the crawler itself, and time's figures (its
+        # child's rusage) include the crawler, which timeout waits for.
+        /usr/bin/time -v -o "$OUT/$name.time" timeout -s TERM "$LIMIT" \
             "$BIN" crawl --profile "$profile" >"$OUT/$name.stdout" 2>"$OUT/$name.stderr"
         echo $? >"$OUT/$name.rc"
         date +%s.%N >"$OUT/$name.exit"
