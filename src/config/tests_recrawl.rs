@@ -34,7 +34,7 @@ fn an_earlier_crawl_must_be_one() {
     let empty = format!("{GOOD}[recrawl]\nprevious = [\"empty\"]\n");
     let e = Profile::parse(&path, &empty).unwrap_err();
     assert_eq!(e.key, "recrawl.previous", "{e}");
-    assert!(e.message.contains("names no earlier crawl"), "{e}");
+    assert!(e.message.contains("holds no CDXJ index"), "{e}");
     std::fs::create_dir_all(dir.path().join("old/indexes")).unwrap();
     std::fs::write(dir.path().join("old/indexes/A.cdxj"), "").unwrap();
     let good = format!("{GOOD}[recrawl]\nprevious = [\"old\"]\n");
