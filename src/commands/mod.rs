@@ -5,6 +5,7 @@
 pub mod about;
 pub mod control;
 pub mod diff;
+pub(crate) mod html;
 pub(crate) mod http;
 pub mod index;
 pub mod optout;

@@ -25,7 +25,6 @@ use crate::commands::{io_at, IoAt};
 
 mod cdxj;
 mod compare;
-mod html;
 mod lines;
 mod page;
 mod pages;

@@ -7,9 +7,9 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::cdxj::{Capture, Crawl};
-use super::html::html_escape;
 use super::lines::{diff_lines, Op};
 use super::page::page_source;
+use crate::commands::html::html_escape;
 use crate::extract::text::decoded_text;
 
 /// How a changed page changed.

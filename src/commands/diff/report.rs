@@ -5,8 +5,8 @@ use std::io::{self, Write};
 
 use super::cdxj::{Capture, Crawl};
 use super::compare::{Counts, Outcome, Spool};
-use super::html::html_escape;
 use super::pages;
+use crate::commands::html::html_escape;
 
 pub(super) fn render_text(
     old: &Crawl,

@@ -6,6 +6,8 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use crate::commands::html::html_escape;
+
 use super::browse::Replayed;
 use super::compare::Pair;
 use super::reasons::Reason;
@@ -137,21 +139,6 @@ fn page_json(p: &Replayed) -> PageJson {
     }
 }
 
-fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 fn thumb(png: Option<&[u8]>) -> String {
     match png {
         Some(b) => format!(
@@ -178,7 +165,7 @@ pub(super) fn html(json: &QaJson, pages: &[Replayed], pairs: Option<&[Pair]>) ->
          <style>{STYLE}</style></head><body><h1>What the archive of {c} misses</h1>\
          <p id=score>Whole crawl: <b>{score:.1}%</b> of {req} requests answered from the \
          archive ({ans}), over {n} pages; {to} cut at the timeout.</p>",
-        c = esc(&json.crawl),
+        c = html_escape(&json.crawl),
         score = json.score * 100.0,
         req = json.requests,
         ans = json.answered,
@@ -196,7 +183,7 @@ pub(super) fn html(json: &QaJson, pages: &[Replayed], pairs: Option<&[Pair]>) ->
         h,
         "<h2>JSON</h2><details><summary>the same, as <code>--json</code> writes it</summary>\
          <pre id=json>{}</pre></details></body></html>",
-        esc(&text)
+        html_escape(&text)
     );
     h
 }
@@ -211,7 +198,7 @@ fn pages_section(h: &mut String, pages: &[Replayed]) {
             "<tr class=page><td>{}<br><code>{}</code></td><td class={class}>{:.1}%<br>{} of {} \
              answered<br>{} characters of text{}{}</td><td><ul>",
             thumb(p.thumbnail.as_deref()),
-            esc(&p.url),
+            html_escape(&p.url),
             p.score() * 100.0,
             p.answered(),
             p.asked.len(),
@@ -219,7 +206,7 @@ fn pages_section(h: &mut String, pages: &[Replayed]) {
             if p.timed_out { "<br>cut at the timeout" } else { "" },
             p.error
                 .as_deref()
-                .map(|e| format!("<br>error: {}", esc(e)))
+                .map(|e| format!("<br>error: {}", html_escape(e)))
                 .unwrap_or_default(),
         );
         for a in &p.asked {
@@ -227,8 +214,8 @@ fn pages_section(h: &mut String, pages: &[Replayed]) {
                 let _ = write!(
                     h,
                     "<li><code>{}</code> ({}, {})</li>",
-                    esc(&a.url),
-                    esc(&a.kind),
+                    html_escape(&a.url),
+                    html_escape(&a.kind),
                     r.name()
                 );
             }
@@ -273,7 +260,7 @@ fn by_reason_section(h: &mut String, pages: &[Replayed]) {
             n = reason.name()
         );
         for ((url, _), n) in urls {
-            let _ = write!(h, "<li><code>{}</code>: {n} pages</li>", esc(url));
+            let _ = write!(h, "<li><code>{}</code>: {n} pages</li>", html_escape(url));
         }
         h.push_str("</ul>");
     }
@@ -282,12 +269,17 @@ fn by_reason_section(h: &mut String, pages: &[Replayed]) {
 fn by_site_section(h: &mut String, pages: &[Replayed]) {
     h.push_str("<h2>Missing, by site of the page</h2>");
     for (site, urls) in grouped(pages, |p, _| p.site.as_str()) {
-        let _ = write!(h, "<h3>{} ({} URLs)</h3><ul>", esc(site), urls.len());
+        let _ = write!(
+            h,
+            "<h3>{} ({} URLs)</h3><ul>",
+            html_escape(site),
+            urls.len()
+        );
         for ((url, reason), n) in urls {
             let _ = write!(
                 h,
                 "<li><code>{}</code> ({}): {n} pages</li>",
-                esc(url),
+                html_escape(url),
                 reason.name()
             );
         }
@@ -305,7 +297,7 @@ fn compare_section(h: &mut String, pairs: &[Pair]) {
             h,
             "<tr class=pair><td><code>{}</code></td><td>{}</td><td>{}</td><td>{:.1}% of the \
              pixels<br>{} lines of text</td></tr>",
-            esc(&p.url),
+            html_escape(&p.url),
             thumb(p.this.thumbnail.as_deref()),
             thumb(p.other.thumbnail.as_deref()),
             p.pixel_diff * 100.0,

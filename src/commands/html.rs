@@ -1,8 +1,8 @@
-//! HTML escaping for the diff report: its own file so that the report and the page comparison
-//! (`pages`), which both write HTML, share it without importing each other.
+//! HTML escaping for the reports the offline tools write (`diff`'s and `qa`'s): one escaper,
+//! in a file of its own so that every report shares it without importing another.
 
 /// Escapes text for HTML content and attribute values.
-pub(super) fn html_escape(s: &str) -> String {
+pub(crate) fn html_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
