@@ -390,3 +390,26 @@ pub fn gunzip(data: &[u8]) -> std::io::Result<Vec<u8>> {
     flate2::read::MultiGzDecoder::new(data).read_to_end(&mut out)?;
     Ok(out)
 }
+
+/// An endless site for tests that steer a running crawl: robots.txt allows everything, and
+/// every other path ending in a number N answers `page(N)` as HTML (0 when there is none),
+/// after 10 ms, so a crawl of it runs until it is stopped.
+pub fn endless_site(page: fn(u64) -> String) -> Handler {
+    Arc::new(move |req: &Request| {
+        std::thread::sleep(Duration::from_millis(10));
+        let t = req.target.as_str();
+        if t == "/robots.txt" {
+            return response(
+                "200 OK",
+                &[("Content-Type", "text/plain")],
+                b"User-agent: *\nAllow: /\n",
+            );
+        }
+        let n: u64 = t
+            .rsplit('/')
+            .next()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        html(page(n).as_bytes())
+    })
+}

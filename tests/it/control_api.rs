@@ -12,11 +12,10 @@ use std::io::{Read, Write};
 use std::net::{IpAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::output::{crawl_log, LogLine};
-use common::site::{html, response, Handler, Request, TestSite};
+use common::site::{endless_site, Handler, TestSite};
 use common::tools::{run_archiver, send_signal, start_crawl, wait_until};
 use serde_json::{json, Value};
 
@@ -26,24 +25,7 @@ const PATIENCE: Duration = Duration::from_secs(90);
 
 /// An endless site: `/p/N` links to `/p/N+1` and to `/trap/N`; every page answers.
 fn endless() -> Handler {
-    Arc::new(|req: &Request| {
-        std::thread::sleep(Duration::from_millis(10));
-        let t = req.target.as_str();
-        if t == "/robots.txt" {
-            return response(
-                "200 OK",
-                &[("Content-Type", "text/plain")],
-                b"User-agent: *\nAllow: /\n",
-            );
-        }
-        let n: u64 = t
-            .rsplit('/')
-            .next()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0);
-        let body = format!("<a href=/p/{}>next</a> <a href=/trap/{n}>trap</a>", n + 1);
-        html(body.as_bytes())
-    })
+    endless_site(|n| format!("<a href=/p/{}>next</a> <a href=/trap/{n}>trap</a>", n + 1))
 }
 
 fn sites(n: usize) -> Vec<TestSite> {

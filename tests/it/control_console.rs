@@ -10,13 +10,12 @@ use std::io::{Read, Write};
 use std::net::{IpAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::{SinkExt as _, StreamExt as _};
 use serde_json::{json, Value};
 
-use common::site::{html, response, Handler, Request, TestSite};
+use common::site::{endless_site, Handler, TestSite};
 use common::tools::{send_signal, start_crawl, wait_until};
 
 const UA: &str = "archiver/0.1 (+https://example.org/archiver-tests)";
@@ -24,26 +23,11 @@ const PATIENCE: Duration = Duration::from_secs(90);
 
 /// An endless site: `/p/N` links to `/p/N+1` and `/q/N`.
 fn endless() -> Handler {
-    Arc::new(|req: &Request| {
-        std::thread::sleep(Duration::from_millis(10));
-        let t = req.target.as_str();
-        if t == "/robots.txt" {
-            return response(
-                "200 OK",
-                &[("Content-Type", "text/plain")],
-                b"User-agent: *\nAllow: /\n",
-            );
-        }
-        let n: u64 = t
-            .rsplit('/')
-            .next()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0);
-        let body = format!(
+    endless_site(|n| {
+        format!(
             "<h1>Page {n}</h1><a href=/p/{}>next</a> <a href=/q/{n}>aside</a>",
             n + 1
-        );
-        html(body.as_bytes())
+        )
     })
 }
 
