@@ -25,7 +25,7 @@ OUT="$HERE/out/qa"
 PAGES="${BENCH_PAGES:-120}"
 TABS="${BENCH_TABS:-4}"
 
-die() { printf 'qa.sh: error: %s\n' "$*" >&2; exit 1; }
+source "$REPO/tools/lib.sh"
 [[ "$PAGES" =~ ^[0-9]+$ && "$PAGES" -ge 1 ]] || die "BENCH_PAGES must be a number >= 1"
 [[ "$TABS" =~ ^[0-9]+$ && "$TABS" -ge 1 ]] || die "BENCH_TABS must be a number >= 1"
 for tool in python3 cargo; do
@@ -40,7 +40,7 @@ BIN="${BENCH_BIN:-${CARGO_TARGET_DIR:-$REPO/target}/release/archiver}"
 [[ -x "$BIN" ]] || die "no binary at $BIN"
 
 rm -rf "$OUT" && mkdir -p "$OUT"
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+PORT=$(free_port)
 
 cat > "$OUT/site.py" <<'PY'
 import struct, sys, zlib
