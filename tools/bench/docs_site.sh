@@ -22,7 +22,7 @@
 #   BENCH_PROFILE_EXTRA more profile lines, appended (e.g. "[browser]\nrender = \"never\"")
 #   BENCH_TIMEOUT=S     seconds after which one crawl is stopped (default 1200)
 #   CARGO_TARGET_DIR    honoured as cargo does
-#   ARCHIVER_VENV       a Python venv with warcio (default /work/venv), to read wget's WARC
+#   ARCHIVER_VENV       a Python venv with warcio (default <repo>/.venv, as tools/test.sh makes it), to read wget's WARC
 # Output: tools/bench/out/docs_site/ (nginx config and logs, profile, both crawls, *.time) and
 # tools/bench/out/docs_site/results.md.
 set -euo pipefail
@@ -31,10 +31,9 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
 OUT="$HERE/out/docs_site"
 TIMEOUT="${BENCH_TIMEOUT:-1200}"
-VENV="${ARCHIVER_VENV:-/work/venv}"
+VENV="${ARCHIVER_VENV:-$REPO/.venv}"
 
-die() { printf 'docs_site.sh: error: %s\n' "$*" >&2; exit 1; }
-say() { printf '== %s\n' "$*" >&2; }
+source "$REPO/tools/lib.sh"
 for tool in python3 nginx wget /usr/bin/time; do
     command -v "$tool" >/dev/null 2>&1 || die "'$tool' is needed but not found"
 done
@@ -55,7 +54,7 @@ BIN="${BENCH_BIN:-${CARGO_TARGET_DIR:-$REPO/target}/release/archiver}"
 [[ -x "$BIN" ]] || die "no release binary at $BIN"
 
 rm -rf "$OUT" && mkdir -p "$OUT/nginx" "$OUT/archiver" "$OUT/wget"
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+PORT=$(free_port)
 BASE="http://127.0.0.1:$PORT"
 
 # A private nginx: its own config, pid, logs and temp folders under OUT, 127.0.0.1 only. The docs
