@@ -69,22 +69,15 @@ impl Earlier {
         let (path, offset) = &self.record;
         let (_, block) = crate::warc::read::read_record_at(path, *offset, max).ok()?;
         let head = crate::warc::http_head(&block)?;
-        let fields = header_fields(head);
-        let value = |name: &str| {
-            fields
-                .iter()
-                .find(|(n, _)| n.eq_ignore_ascii_case(name))
-                .map(|(_, v)| v.clone())
-        };
+        let text = String::from_utf8_lossy(head);
         let body = &block[head.len()..];
-        let chunked =
-            value("transfer-encoding").is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
-        let body = if chunked {
+        let body = if crate::warc::is_chunked(&text) {
             crate::warc::chunked::dechunk(body).0
         } else {
             body.to_vec()
         };
-        Some((body, value("content-encoding")))
+        let encoding = crate::warc::header(&text, "content-encoding").map(str::to_string);
+        Some((body, encoding))
     }
 
     /// The conditional headers a request for this URL carries: `If-None-Match` with the ETag,
@@ -294,12 +287,10 @@ fn read_earlier(dirs: &[PathBuf], line: &Line) -> Option<Earlier> {
     if status != "200" {
         return None;
     }
-    let fields = header_fields(http);
     let first = |name: &str| {
-        fields
-            .iter()
-            .find(|(n, v)| n.eq_ignore_ascii_case(name) && !v.is_empty())
-            .map(|(_, v)| v.clone())
+        crate::warc::header(&text, name)
+            .filter(|v| !v.is_empty())
+            .map(str::to_string)
     };
     let (etag, last_modified) = (first("etag"), first("last-modified"));
     let length = head.content_length()?.ok()?;
@@ -313,18 +304,6 @@ fn read_earlier(dirs: &[PathBuf], line: &Line) -> Option<Earlier> {
         last_modified,
         record: (path, line.offset),
     })
-}
-
-/// The header lines of an HTTP head (its status line left out), as (name, trimmed value).
-fn header_fields(head: &[u8]) -> Vec<(String, String)> {
-    String::from_utf8_lossy(head)
-        .lines()
-        .skip(1)
-        .filter_map(|l| {
-            let (name, value) = l.split_once(':')?;
-            Some((name.trim().to_string(), value.trim().to_string()))
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ use crate::extract::{decode_body, Decoded};
 use crate::warc::chunked::dechunk;
 use crate::warc::head::WarcHead;
 use crate::warc::read::{walk_range, IndexError, Problem, Span, Visitor};
+pub(crate) use crate::warc::{header, is_chunked};
 
 /// The HTTP head read off a block to find where the payload starts, at most.
 pub(crate) const MAX_HTTP_HEAD: usize = 1024 * 1024;
@@ -27,25 +28,6 @@ pub(crate) fn read_head(block: &mut dyn BufRead, head: &mut Vec<u8>) -> io::Resu
             return Ok(true);
         }
     }
-}
-
-/// The value of the first header field `name` (any case) of an HTTP head, trimmed.
-pub(crate) fn header<'h>(head: &'h str, name: &str) -> Option<&'h str> {
-    head.lines()
-        .skip(1)
-        .filter_map(|l| l.split_once(':'))
-        .find(|(n, _)| n.trim().eq_ignore_ascii_case(name))
-        .map(|(_, v)| v.trim())
-}
-
-/// Whether the HTTP head says `Transfer-Encoding: chunked`.
-pub(crate) fn is_chunked(head: &str) -> bool {
-    head.lines().skip(1).any(|l| {
-        l.split_once(':').is_some_and(|(n, v)| {
-            n.trim().eq_ignore_ascii_case("transfer-encoding")
-                && v.to_ascii_lowercase().contains("chunked")
-        })
-    })
 }
 
 /// A captured HTTP message read back from its WARC.

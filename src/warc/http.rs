@@ -1,6 +1,8 @@
-//! The HTTP message inside a response record: where its head ends. Its own file because the
-//! record writer (which stores a revisit's head) and the checks of what callers hand the writer
-//! (`check`) both need it, and neither should import the other for it.
+//! The HTTP message inside a response record: where its head ends, and what its header fields
+//! say (one field's value; chunked or not), for every reader of a recorded answer (the offline
+//! tools, a re-crawl's earlier captures). Its own file because the record writer (which stores
+//! a revisit's head) and the checks of what callers hand the writer (`check`) both need it, and
+//! neither should import the other for it.
 
 /// The HTTP status line and headers at the start of `response`, up to and including the blank
 /// line that ends them (CRLF CRLF, or a bare LF LF from sloppy servers); `None` if `response`
@@ -19,4 +21,23 @@ pub fn http_head(response: &[u8]) -> Option<&[u8]> {
         line_start = i + 1;
     }
     None
+}
+
+/// The value of the first header field `name` (any case) of an HTTP head, trimmed.
+pub fn header<'h>(head: &'h str, name: &str) -> Option<&'h str> {
+    head.lines()
+        .skip(1)
+        .filter_map(|l| l.split_once(':'))
+        .find(|(n, _)| n.trim().eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.trim())
+}
+
+/// Whether the HTTP head says `Transfer-Encoding: chunked`.
+pub fn is_chunked(head: &str) -> bool {
+    head.lines().skip(1).any(|l| {
+        l.split_once(':').is_some_and(|(n, v)| {
+            n.trim().eq_ignore_ascii_case("transfer-encoding")
+                && v.to_ascii_lowercase().contains("chunked")
+        })
+    })
 }

@@ -47,7 +47,7 @@ use chrono::{DateTime, Utc};
 
 use crate::spool::Spool;
 
-pub use http::http_head;
+pub use http::{header, http_head, is_chunked};
 pub use io::save_atomically;
 pub(crate) use io::sync_dir;
 pub use notmodified::NotModified;
