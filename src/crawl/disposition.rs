@@ -91,11 +91,9 @@ impl Crawler {
         }
         root.with(|key| {
             match result {
-                Ok(Record::Full(_)) => self.with_sched(key, |s| {
-                    if let Some(site) = s.sites.get_mut(origin) {
-                        site.archived_bytes += f.payload_len;
-                    }
-                }),
+                Ok(Record::Full(_)) => {
+                    self.with_sched(key, |s| s.record_archived(origin, f.payload_len))
+                }
                 Ok(Record::Revisit(_)) => notes.push("duplicate:digest".to_string()),
                 Ok(Record::NotModified(_, saved)) => {
                     notes.push(format!("{}{saved}", crate::logs::report::NOT_MODIFIED));

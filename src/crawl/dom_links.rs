@@ -68,7 +68,7 @@ impl Crawler {
         // Only URLs the crawl meets here for the first time count (and are marked seen now).
         let seen = self.with_sched(key, |s| {
             let urls: Vec<&url::Url> = extra.iter().map(|l| &l.url).collect();
-            s.frontier.mark_seen_all(&urls)
+            s.mark_seen_all(&urls)
         });
         let new: Vec<Outlink> = match seen {
             Ok(new) => extra

@@ -14,12 +14,12 @@ use url::Url;
 use super::admission::{Admission, HELD_MAX};
 use super::engine::Crawler;
 use super::locks::{Free, Key, Root};
-use super::sched::{Clock, Job, Pace, ResolveRequest, Site, Turn};
+use super::sched::{Clock, Job, Pace, ResolveRequest, Turn};
 use super::Ended;
 use crate::config::Profile;
 use crate::frontier::Candidate;
 use crate::net::fetch::FetchError;
-use crate::politeness::{self, robots, Answer};
+use crate::politeness::robots;
 
 /// Runs the crawl a profile describes, to the end. Returns the whole crawl's statistics.
 pub(super) async fn run(
@@ -189,7 +189,7 @@ impl Crawler {
         let due = self.progress.due();
         let active = self.running.load(Ordering::SeqCst);
         let gauges = self.with_sched(key, |s| {
-            s.release(budget, pace, active);
+            s.release(budget, pace, active, Instant::now());
             due.then(|| s.gauges(active, std::time::SystemTime::now()))
         });
         if let Some(gauges) = gauges {
@@ -243,13 +243,7 @@ impl Crawler {
         thread: usize,
     ) -> Pace {
         let error = FetchError::Other(format!("panic: {message}"));
-        let loopback = self.with_sched(key, |s| s.sites.get(origin).is_some_and(Site::loopback));
-        let mut pace = Pace {
-            end: Instant::now(),
-            base: politeness::delay_after(&self.profile.politeness, loopback, Duration::ZERO, None),
-            answer: Answer::Overloaded,
-            retry_after: None,
-        };
+        let mut pace = self.with_sched(key, |s| s.record_failure(origin, Instant::now()));
         let candidate = candidate.or_else(|| {
             let url = Url::parse(origin)
                 .ok()

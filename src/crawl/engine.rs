@@ -13,7 +13,7 @@
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::time::SystemTime;
+use std::time::{Instant, SystemTime};
 
 use anyhow::Context as _;
 use tokio::sync::Notify;
@@ -71,6 +71,8 @@ pub(super) struct Crawler {
     pub(super) earlier: crate::recrawl::EarlierCaptures,
     /// The operator's orders (`super::control`), kept in `state/operator.json`.
     pub(super) operator: super::control::Operator,
+    /// The last site book snapshot written (see `write_book`).
+    book_written: std::sync::Mutex<u64>,
 }
 
 impl Crawler {
@@ -130,7 +132,7 @@ impl Crawler {
         let earlier = super::recrawl::load_earlier(&profile, &runlog)?;
         let operator = super::control::Operator::load(&out.join("state"), &runlog, &profile);
         let content_traps_on = content_traps.is_some();
-        let mut sched = Sched::new(frontier, book, content_traps, limits);
+        let mut sched = Sched::new(frontier, book, content_traps, limits, Instant::now());
         sched.steer(operator.steering());
         let crawler = Crawler {
             scope: Scope::new(profile.scope.clone(), &profile.seeds),
@@ -156,6 +158,7 @@ impl Crawler {
             sitemaps: super::sitemaps::Sitemaps::new(&profile.discovery),
             earlier,
             operator,
+            book_written: std::sync::Mutex::new(0),
             profile,
         };
         Ok((crawler, archived))
@@ -200,11 +203,29 @@ impl Crawler {
             self.sched
                 .with(key, |s, _| (0..lost).for_each(|_| s.resolve_lost()));
         }
+        if let Some(save) = out.book {
+            self.write_book(save);
+        }
         if let Some(why) = out.failure {
             self.fail(key, why);
         }
         if out.wake {
             self.wake.notify_one();
+        }
+    }
+
+    /// Writes a snapshot of the site book unless a newer one was written already. The file
+    /// is synced and renamed here, under no engine lock: the book's own small lock orders
+    /// the writers.
+    fn write_book(&self, save: crate::logs::runlog::BookSave) {
+        let mut last = self.book_written.lock().unwrap_or_else(|p| p.into_inner());
+        if save.seq <= *last {
+            return;
+        }
+        *last = save.seq;
+        if let Err(e) = save.write() {
+            self.runlog
+                .line(&format!("cannot save the site book: {e:#}"));
         }
     }
 
@@ -238,7 +259,7 @@ impl Crawler {
 
     /// Makes the frontier's changes so far durable.
     pub(super) fn commit(&self, key: &mut Key<Free>) {
-        self.with_sched(key, Sched::commit);
+        self.with_sched(key, |s| s.commit(Instant::now()));
     }
 
     /// Marks an in-flight URL finished.
@@ -277,7 +298,7 @@ impl Crawler {
         let mut stats = self.with_journal(key, |j| j.stats.clone());
         let wall = SystemTime::now();
         let (left, suspended) = self.with_sched(key, |s| {
-            let left = s.frontier.total_queued() as u64;
+            let left = s.total_queued() as u64;
             (left, s.suspended_with_work(wall))
         });
         stats.left_queued = left;
@@ -299,10 +320,7 @@ impl Crawler {
         }
         self.write_report(key, &stats, true);
         stats.runs = self.with_journal(key, |j| j.runs.runs.clone());
-        if let Err(e) = self.with_sched(key, |s| s.book.save()) {
-            self.runlog
-                .line(&format!("cannot save the site book: {e:#}"));
-        }
+        self.with_sched(key, Sched::save_book_at_end);
         self.runlog.line(&format!(
             "end ({outcome}): {} URLs in this run; whole crawl: {} fetched, {} archived, {} \
              suspended sites, {} URLs left queued",
@@ -361,12 +379,7 @@ impl Crawler {
             self.runlog
                 .line(&format!("cannot sign off the shared frontier: {e}"));
         }
-        let (calls, trips) = self.with_sched(key, |s| {
-            (
-                s.frontier.database_calls(),
-                s.frontier.database_round_trips(),
-            )
-        });
+        let (calls, trips) = self.with_sched(key, |s| s.database_counts());
         if calls > 0 {
             self.runlog.line(&format!(
                 "shared frontier: {calls} database calls in this run ({trips} round trips)"
@@ -378,8 +391,8 @@ impl Crawler {
     pub(super) fn write_report(&self, key: &mut Key<Free>, stats: &Stats, finished: bool) {
         let remaining = self.with_sched(key, |s| {
             let mut per_host = std::collections::BTreeMap::new();
-            for origin in s.frontier.sites_with_work().unwrap_or_default() {
-                let n = s.frontier.queued(&origin) as u64;
+            for (origin, n) in s.queued_per_site() {
+                let n = n as u64;
                 *per_host
                     .entry(crate::logs::report::host_key(&origin))
                     .or_insert(0) += n;
@@ -494,8 +507,9 @@ fn limits(profile: &Profile, resolver: &Resolver) -> Limits {
         max_crawl_delay: profile.politeness.max_crawl_delay,
         budget: profile.politeness.budget,
         guard: profile.guard.clone(),
-        busy_retry: super::shared::busy_retry(profile.politeness.min_delay),
+        busy_retry: super::sched::shared::busy_retry(profile.politeness.min_delay),
         robots_token: profile.robots_token.clone(),
+        politeness: profile.politeness.clone(),
     }
 }
 

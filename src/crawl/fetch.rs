@@ -2,7 +2,7 @@
 //! carry the disposition out, and judge and queue its outlinks.
 
 use std::net::SocketAddr;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Instant, SystemTime};
 
 use url::Url;
 
@@ -13,11 +13,11 @@ use super::engine::Crawler;
 use super::locks::{Free, Key, Root};
 use super::page::Page;
 use super::page::{is_css, is_html};
-use super::sched::{Clock, Pace, Site};
+use super::sched::{Clock, Heard, Pace};
 use crate::extract::{Hop, Outlink};
 use crate::frontier::Candidate;
 use crate::net::fetch::{BodyPlan, FetchError, Fetched};
-use crate::politeness::{self, Answer};
+use crate::politeness;
 use crate::scope::origin_of;
 
 /// Outlinks seen-checked and queued per turn of the scheduler lock, so that other sites' jobs
@@ -227,18 +227,8 @@ impl Crawler {
 
     /// The pause an answer calls for; a `Retry-After` also becomes the site's floor.
     pub(super) fn pace_after(&self, key: &mut Key<Free>, origin: &str, f: &Fetched) -> Pace {
-        let retry_after = f
-            .header("retry-after")
-            .and_then(|v| politeness::parse_retry_after(v, SystemTime::now()));
-        if let Some(ra) = retry_after {
-            self.raise_retry_after_floor(key, origin, ra);
-        }
-        Pace {
-            end: f.finished_at,
-            base: self.base_delay(key, origin, f),
-            answer: answer_of(f.status),
-            retry_after,
-        }
+        let heard = heard(f);
+        self.with_sched(key, |s| s.record_answer(origin, &heard))
     }
 
     /// No answer at all: retry later while tries remain.
@@ -260,118 +250,21 @@ impl Crawler {
             self.log_error(key, &candidate, e, thread, Vec::new());
             self.finished(key, &candidate.url);
         }
-        let (loopback, floor) = self.with_sched(key, |s| {
-            let site = s.sites.get(origin);
-            let floor = site.map_or(Duration::ZERO, |s| s.retry_after_floor);
-            (site.is_some_and(Site::loopback), floor)
-        });
-        let normal =
-            politeness::delay_after(&self.profile.politeness, loopback, Duration::ZERO, None);
-        Pace {
-            end,
-            base: normal.max(floor),
-            answer: Answer::Overloaded,
-            retry_after: None,
-        }
+        self.with_sched(key, |s| s.record_failure(origin, end))
     }
 
-    /// Counts a refusal (or a good answer, which resets the count) and suspends the site when
-    /// it keeps refusing.
+    /// Counts a refusal (or a good answer, which resets the count; the scheduler suspends a
+    /// site that keeps refusing) and writes the refusal's refusals.log line.
     fn note_refusal(&self, key: &mut Key<Free>, origin: &str, f: &Fetched, marker: Option<&str>) {
-        let settings = &self.profile.politeness.refusals;
-        let now = SystemTime::now();
-        let refused = marker.is_some();
-        let noted = self.with_sched(key, |s| {
-            // With a shared frontier the count in a row is every worker's.
-            let streak = s.shared_streak(origin, refused);
-            let site = s.sites.get_mut(origin)?;
-            if let Some(n) = streak {
-                site.refusals.consecutive = n.saturating_sub(u32::from(refused));
-            }
-            let suspended = site.refusals.record(refused, settings, now);
-            let refusals = site.refusals.clone();
-            let host = site.host.clone();
-            if refusals.until.is_some() {
-                s.away.insert(origin.to_string());
-            }
-            if suspended.is_some() {
-                s.share_facts(origin, &refusals, None);
-                // The suspension starts a new count, for every worker.
-                s.shared_streak(origin, false);
-            }
-            s.book.set(origin, &refusals);
-            Some((suspended, refusals, host))
-        });
-        let (Some((suspended, refusals, host)), Some(marker)) = (noted, marker) else {
-            return;
-        };
-        self.with_journal(key, |j| j.refusal(&host, f, marker));
-        if let Some(until) = suspended {
-            self.runlog.line(&format!(
-                "{origin}: {} refusals in a row (last: {marker}); leaving the site alone until {} \
-                 (round {}, then {}x slower)",
-                settings.threshold,
-                crate::logs::runlog::format_epoch(until),
-                refusals.round,
-                refusals.slowdown()
-            ));
+        let host = self.with_sched(key, |s| s.record_refusal(origin, marker, Clock::now()));
+        if let (Some(host), Some(marker)) = (host, marker) {
+            self.with_journal(key, |j| j.refusal(&host, f, marker));
         }
     }
 
     /// A URL tried again later.
     pub(super) fn retry_later(&self, key: &mut Key<Free>, origin: &str, candidate: Candidate) {
         self.with_sched(key, |s| s.retry_later(origin, candidate, Clock::now()));
-    }
-
-    /// The normal pause after a fetch on this site: the politeness rules, slowed down for a
-    /// site that has been suspended before.
-    fn base_delay(&self, key: &mut Key<Free>, origin: &str, f: &Fetched) -> Duration {
-        let (loopback, crawl_delay, slowdown, floor) = self.with_sched(key, |s| {
-            let site = s.sites.get(origin);
-            (
-                site.is_some_and(Site::loopback),
-                site.and_then(Site::crawl_delay),
-                site.map_or(1, |s| s.refusals.slowdown()),
-                site.map_or(Duration::ZERO, |s| s.retry_after_floor),
-            )
-        });
-        let loopback = loopback && f.ip.is_loopback();
-        politeness::delay_after(
-            &self.profile.politeness,
-            loopback,
-            f.duration(),
-            crawl_delay,
-        )
-        .saturating_mul(slowdown)
-        .max(floor)
-    }
-
-    /// A `Retry-After` becomes the site's floor: the pause from then on, never lowered (a
-    /// larger one raises it), kept in `state/sites.json` so a resumed crawl keeps it too.
-    fn raise_retry_after_floor(&self, key: &mut Key<Free>, origin: &str, retry_after: Duration) {
-        let raised = self.with_sched(key, |s| {
-            let site = s.sites.get_mut(origin)?;
-            if retry_after <= site.retry_after_floor {
-                return None;
-            }
-            site.retry_after_floor = retry_after;
-            let refusals = site.refusals.clone();
-            s.share_facts(origin, &refusals, Some(retry_after));
-            // Saved at once (it changes rarely): a crash must not forget what the site asked.
-            s.book.set_retry_after(origin, retry_after);
-            Some(s.book.save())
-        });
-        let Some(saved) = raised else {
-            return;
-        };
-        if let Err(e) = saved {
-            self.runlog
-                .line(&format!("cannot save the site book: {e:#}"));
-        }
-        self.runlog.line(&format!(
-            "{origin}: Retry-After {:.3} s: the pause between requests to this site from now on",
-            retry_after.as_secs_f64()
-        ));
     }
 
     /// Scope-checks and queues the outlinks of a page, a batch at a time: the seen-check and
@@ -395,7 +288,7 @@ impl Crawler {
             // One seen-check for the whole batch (one round trip with a shared frontier).
             let seen = self.with_sched(key, |s| {
                 let urls: Vec<&url::Url> = batch.iter().map(|l| &l.url).collect();
-                let new = s.frontier.mark_seen_all(&urls)?;
+                let new = s.mark_seen_all(&urls)?;
                 let fresh: Vec<Outlink> = batch
                     .into_iter()
                     .zip(new)
@@ -457,11 +350,15 @@ impl Crawler {
     }
 }
 
-/// 429 and 5xx slow the budget down; everything else is a normal answer.
-pub(super) fn answer_of(status: u16) -> Answer {
-    if status == 429 || status >= 500 {
-        Answer::Overloaded
-    } else {
-        Answer::Fine
+/// What an answer tells the scheduler of its site.
+pub(super) fn heard(f: &Fetched) -> Heard {
+    Heard {
+        end: f.finished_at,
+        took: f.duration(),
+        status: f.status,
+        from_loopback: f.ip.is_loopback(),
+        retry_after: f
+            .header("retry-after")
+            .and_then(|v| politeness::parse_retry_after(v, SystemTime::now())),
     }
 }

@@ -29,7 +29,6 @@ mod prereq;
 mod recrawl;
 mod render;
 mod sched;
-mod shared;
 mod sitemaps;
 mod writer;
 

@@ -93,10 +93,7 @@ impl Crawler {
                     let text = page_text
                         .unwrap_or_else(|| crate::scope::traps::visible_text(&decoded.bytes));
                     let hash = crate::scope::traps::text_hash(&text);
-                    trap = self.with_sched(key, |s| {
-                        let traps = s.content_traps.as_mut()?;
-                        traps.observe(origin, &f.url, hash)
-                    });
+                    trap = self.with_sched(key, |s| s.observe_text(origin, &f.url, hash));
                 }
             }
             text = decoded.bytes;

@@ -103,6 +103,8 @@ pub(crate) struct SiteBook {
     path: PathBuf,
     sites: BTreeMap<String, SiteMemory>,
     dirty: bool,
+    /// Snapshots taken so far (see [`BookSave::seq`]).
+    snapshots: u64,
 }
 
 impl SiteBook {
@@ -121,6 +123,7 @@ impl SiteBook {
             path: path.to_path_buf(),
             sites,
             dirty: false,
+            snapshots: 0,
         })
     }
 
@@ -169,20 +172,59 @@ impl SiteBook {
         self.dirty = true;
     }
 
-    /// Writes the book atomically ([`save_atomically`]).
-    pub(crate) fn save(&mut self) -> anyhow::Result<()> {
+    /// The book as it stands, to be written by [`BookSave::write`] (outside whatever lock
+    /// holds the book: the write syncs and renames a file); None when nothing changed since
+    /// the last snapshot.
+    pub(crate) fn snapshot(&mut self) -> Option<BookSave> {
         if !self.dirty {
-            return Ok(());
+            return None;
         }
+        self.dirty = false;
+        self.snapshots += 1;
+        Some(BookSave {
+            seq: self.snapshots,
+            path: self.path.clone(),
+            // A map of strings and numbers always serialises.
+            json: serde_json::to_vec_pretty(&self.sites).unwrap_or_default(),
+        })
+    }
+
+    /// The next snapshot is taken even if nothing changed (the crawl's last save: an earlier
+    /// write may have failed).
+    pub(crate) fn touch(&mut self) {
+        self.dirty = true;
+    }
+
+    /// Writes the book now, if it changed (the tests' shortcut for a snapshot and its write).
+    #[cfg(test)]
+    pub(crate) fn save(&mut self) -> anyhow::Result<()> {
+        match self.snapshot() {
+            Some(save) => save.write(),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A copy of the site book on its way to disk.
+#[derive(Debug)]
+pub(crate) struct BookSave {
+    /// Snapshots are numbered: a writer that meets an older one after a newer skips it.
+    pub(crate) seq: u64,
+    path: PathBuf,
+    json: Vec<u8>,
+}
+
+impl BookSave {
+    /// Writes the book atomically ([`save_atomically`]), whole. Two snapshots may reach
+    /// their writers in either order: the caller writes one only when it is newer (`seq`)
+    /// than the last it wrote.
+    pub(crate) fn write(self) -> anyhow::Result<()> {
         if let Some(dir) = self.path.parent() {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("cannot create {}", dir.display()))?;
         }
-        let json = serde_json::to_vec_pretty(&self.sites)?;
-        save_atomically(&self.path, |out| out.write_all(&json))
-            .with_context(|| format!("cannot write {}", self.path.display()))?;
-        self.dirty = false;
-        Ok(())
+        save_atomically(&self.path, |out| out.write_all(&self.json))
+            .with_context(|| format!("cannot write {}", self.path.display()))
     }
 }
 
@@ -318,6 +360,32 @@ mod tests {
         std::fs::write(&path, b"{not json").unwrap();
         let e = SiteBook::load(&path).err().unwrap();
         assert!(format!("{e:#}").contains("damaged"));
+    }
+
+    #[test]
+    fn snapshots_are_numbered_and_taken_only_after_a_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sites.json");
+        let mut book = SiteBook::load(&path).unwrap();
+        assert!(book.snapshot().is_none(), "nothing changed yet");
+        book.set_retry_after("http://a.test", std::time::Duration::from_secs(3));
+        let first = book.snapshot().unwrap();
+        assert!(book.snapshot().is_none(), "taken once per change");
+        book.set_retry_after("http://a.test", std::time::Duration::from_secs(9));
+        let second = book.snapshot().unwrap();
+        assert!(second.seq > first.seq);
+        // Written out of order, the newer is the one a writer keeps (it skips older ones).
+        second.write().unwrap();
+        let kept = SiteBook::load(&path).unwrap();
+        assert_eq!(
+            kept.retry_after("http://a.test"),
+            Some(std::time::Duration::from_secs(9))
+        );
+        book.touch();
+        assert!(
+            book.snapshot().is_some(),
+            "the last save is taken whatever changed"
+        );
     }
 
     #[test]

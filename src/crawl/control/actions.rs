@@ -253,12 +253,7 @@ impl Crawler {
 
     /// The shortest pause the profile allows for a site (its floor off loopback is 5 s).
     fn delay_floor(&self, key: &mut Key<Free>, origin: &str) -> Duration {
-        let loopback = self.with_sched(key, |s| {
-            s.sites
-                .get(origin)
-                .is_some_and(crate::crawl::sched::Site::loopback)
-        });
-        crate::politeness::delay_after(&self.profile.politeness, loopback, Duration::ZERO, None)
+        self.with_sched(key, |s| s.delay_floor(origin))
     }
 
     /// A site this worker never met, but the crawl did (another worker's, or an earlier run's).
@@ -274,7 +269,7 @@ impl Crawler {
         let dropped = self.with_sched(key, |s| {
             s.steer(self.operator.steering());
             if drop {
-                s.drop_covered()
+                s.drop_covered(std::time::Instant::now())
             } else {
                 0
             }

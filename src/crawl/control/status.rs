@@ -129,7 +129,7 @@ impl Crawler {
         let (rows, queued) = self.with_sched(key, |s| {
             (
                 s.site_rows(Instant::now(), SystemTime::now()),
-                s.frontier.total_queued(),
+                s.total_queued(),
             )
         });
         Snapshot {

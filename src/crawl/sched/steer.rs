@@ -52,7 +52,7 @@ impl Sched {
     }
 
     /// The crawl.log line of a URL an order covers, if one does.
-    pub(super) fn excluded(&self, c: &Candidate) -> Option<Dropped> {
+    pub(in crate::crawl) fn excluded(&self, c: &Candidate) -> Option<Dropped> {
         let rule = self.steering.covers(&c.url)?;
         Some(Dropped {
             candidate: c.clone(),
@@ -64,7 +64,7 @@ impl Sched {
 
     /// Drops every queued URL of this worker's sites that the orders now cover, each with its
     /// line; the rest stay queued in their order. Returns how many were dropped.
-    pub(in crate::crawl) fn drop_covered(&mut self) -> usize {
+    pub(in crate::crawl) fn drop_covered(&mut self, now: Instant) -> usize {
         let origins: Vec<String> = (self.sites.keys())
             .filter(|o| self.frontier.queued(o) > 0)
             .cloned()
@@ -88,7 +88,7 @@ impl Sched {
                 }
             }
         }
-        self.commit();
+        self.commit(now);
         dropped
     }
 

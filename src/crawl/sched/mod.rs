@@ -235,6 +235,8 @@ pub(super) struct Outbox {
     pub(super) failure: Option<String>,
     /// New work, or a budget given back: the dispatcher should look again.
     pub(super) wake: bool,
+    /// The site book, to be saved.
+    pub(super) book: Option<crate::logs::runlog::BookSave>,
 }
 
 /// The profile's settings the scheduler obeys.
@@ -253,6 +255,8 @@ pub(super) struct Limits {
     pub(super) busy_retry: Duration,
     /// The product token robots.txt is read for (to read another worker's robots.txt).
     pub(super) robots_token: String,
+    /// The pauses between requests and the refusal rules (`[politeness]`).
+    pub(super) politeness: crate::politeness::PolitenessSettings,
 }
 
 /// The decide rules checked again when a queued URL is taken up (a list may have named it
@@ -290,21 +294,21 @@ pub(super) struct Sched {
     /// Per budget, the origins that have work, served round-robin.
     budgets: HashMap<String, RoundRobin>,
     /// Per budget, its current backoff pause (see `politeness::pause_after`).
-    pub(super) backoff: HashMap<String, Duration>,
-    pub(super) sites: HashMap<String, Site>,
-    pub(super) frontier: Box<dyn Frontier>,
+    backoff: HashMap<String, Duration>,
+    sites: HashMap<String, Site>,
+    frontier: Box<dyn Frontier>,
     /// Name lookups under way: the crawl is not over while any is.
     resolving: usize,
     /// Sites with a time away set (suspended now, or due back): the only ones
     /// `wake_suspended` looks at, so a dispatch costs nothing per site.
-    pub(super) away: HashSet<String>,
+    away: HashSet<String>,
     /// Each site's refusals and `Retry-After` floor, kept across runs (`state/sites.json`).
-    pub(super) book: SiteBook,
+    book: SiteBook,
     /// Identical pages under ever-new URLs, per site (None: the rule is off).
-    pub(super) content_traps: Option<ContentTraps>,
-    pub(super) limits: Limits,
+    content_traps: Option<ContentTraps>,
+    limits: Limits,
     /// When a shared frontier was last looked at for other workers' work (`shared.rs`).
-    pub(super) last_poll: Option<Instant>,
+    last_poll: Option<Instant>,
     /// When the frontier's changes are committed (`commits.rs`).
     commits: Commits,
     /// What the dispatcher was last told by `turn`.
@@ -320,6 +324,7 @@ impl Sched {
         book: SiteBook,
         content_traps: Option<ContentTraps>,
         limits: Limits,
+        now: Instant,
     ) -> Sched {
         Sched {
             sched: Scheduler::default(),
@@ -333,7 +338,7 @@ impl Sched {
             content_traps,
             limits,
             last_poll: None,
-            commits: Commits::new(Instant::now()),
+            commits: Commits::new(now),
             dispatcher: Dispatcher::Busy,
             out: Outbox::default(),
             steering: Default::default(),
@@ -556,7 +561,7 @@ impl Sched {
                     match self.take_job(&budget, gate, clock) {
                         Some(job) => return Turn::Go(budget, job),
                         None => {
-                            self.give_back_unused(&budget);
+                            self.give_back_unused(&budget, clock.now);
                             self.sched.release(&budget, clock.now, false);
                             continue;
                         }
@@ -765,7 +770,7 @@ impl Sched {
     /// Gives a budget back with the pause its last answer calls for. `running`: the jobs still
     /// running. The frontier is committed when `Commits::after_job` says (always for a shared
     /// one, which writes both in one statement).
-    pub(super) fn release(&mut self, budget: &str, pace: Pace, running: usize) {
+    pub(super) fn release(&mut self, budget: &str, pace: Pace, running: usize, now: Instant) {
         let backoff = self.backoff.entry(budget.to_string()).or_default();
         let pause = politeness::pause_after(backoff, pace.base, pace.answer, pace.retry_after);
         if backoff.is_zero() {
@@ -774,7 +779,6 @@ impl Sched {
         let more = self.budgets.get(budget).is_some_and(|l| !l.is_empty());
         // Counted from now (after the answer ended), so the stored instant is never early.
         self.give_back(budget, pause + clock_margin(pause));
-        let now = Instant::now();
         if let Err(e) = self.commits.after_job(&mut *self.frontier, running, now) {
             self.fail(e);
         }
@@ -825,8 +829,8 @@ impl Sched {
     }
 
     /// Makes the frontier's changes so far durable.
-    pub(super) fn commit(&mut self) {
-        if let Err(e) = self.commits.commit(&mut *self.frontier, Instant::now()) {
+    pub(super) fn commit(&mut self, now: Instant) {
+        if let Err(e) = self.commits.commit(&mut *self.frontier, now) {
             self.fail(e);
         }
     }
@@ -892,9 +896,11 @@ impl Sched {
     }
 }
 
-#[path = "sched_steer.rs"]
+mod answers;
+mod prereq;
+pub(super) use answers::Heard;
+pub(super) mod shared;
 pub(super) mod steer;
 
 #[cfg(test)]
-#[path = "sched_tests.rs"]
 mod tests;
