@@ -51,21 +51,7 @@ KNOWN_UPWARD = {}
 # Circles between the files of one folder tolerated, each as folder: the files a circle may hold.
 # A circle passes only when all its files are listed; a new file in it, or a circle elsewhere,
 # fails. A debt to pay, not a way round the check.
-KNOWN_FILE_CIRCLES = {
-    # The engine is one object (`Crawler`) whose methods live in many of these files, so they
-    # import each other; issue 23's engine refactor (stages over narrow ports, site state owned
-    # by the scheduler) takes it apart and removes this entry.
-    "src/crawl": {
-        "commits.rs", "decide.rs", "driver.rs", "engine.rs", "journal.rs", "page.rs",
-        "render.rs", "sched.rs", "shared.rs", "writer.rs",
-        # Issue 27's sitemap and re-crawl stages are `impl Crawler` blocks too: the same debt.
-        "recrawl.rs", "sitemaps.rs",
-        # Issue 28's control endpoint reaches the engine and the scheduler the same way.
-        "control/",
-        # Issue 25's bound on the links a rendered DOM adds is one more `impl Crawler` block.
-        "dom_links.rs",
-    },
-}
+KNOWN_FILE_CIRCLES = {}
 
 CRATE_PATH = re.compile(r"\bcrate::(\{|[a-z_][a-z0-9_]*)")
 

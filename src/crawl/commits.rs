@@ -40,8 +40,6 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
-use super::locks::Root;
-
 use crate::frontier::{Frontier, FrontierError};
 
 /// How long a job at the barrier waits for others to join its commit. A few milliseconds
@@ -154,26 +152,6 @@ impl Commits {
     #[cfg(test)]
     pub(super) fn made(&self) -> u64 {
         self.made
-    }
-}
-
-impl super::engine::Crawler {
-    /// The barrier of a job about to write its record: returns once the frontier's changes so
-    /// far (this job's included) are committed, by this job or by another of its group.
-    pub(super) async fn durable(&self, root: &mut Root) {
-        let running = self.running.load(std::sync::atomic::Ordering::SeqCst);
-        let barrier = root.with(|key| self.with_sched(key, |s| s.barrier(running, Instant::now())));
-        let Some(Barrier::Wait {
-            ticket,
-            deadline,
-            told,
-        }) = barrier
-        else {
-            return;
-        };
-        if !wait(ticket, deadline, told).await {
-            root.with(|key| self.with_sched(key, |s| s.settle(ticket, Instant::now())));
-        }
     }
 }
 

@@ -9,12 +9,8 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
-use super::engine::Crawler;
-use super::locks::{Free, Key};
-use super::sched::Clock;
 use crate::extract::Outlink;
-use crate::frontier::{seen_key, Candidate};
-use crate::logs::crawllog::status;
+use crate::frontier::seen_key;
 
 /// crawl.log's annotation on a URL a rendered DOM offered past the bounds.
 pub(super) const RENDER_VARIANTS: &str = "trap:render-variants";
@@ -28,7 +24,7 @@ pub(super) struct DomLinkCounts {
 impl DomLinkCounts {
     /// How many of `wanted` more DOM-only links of `origin` may be followed (taken from the
     /// site's room at once, so two renders of one site cannot both take the last of it).
-    fn take(&self, origin: &str, wanted: usize, per_site: usize) -> usize {
+    pub(super) fn take(&self, origin: &str, wanted: usize, per_site: usize) -> usize {
         let mut map = self.per_site.lock().unwrap_or_else(|p| p.into_inner());
         let used = map.entry(origin.to_string()).or_default();
         let granted = wanted.min(per_site.saturating_sub(*used));
@@ -39,7 +35,7 @@ impl DomLinkCounts {
 
 /// The links of a rendered DOM split: those the page offers anyway (not counted) and those the
 /// DOM alone offers, in DOM order.
-fn dom_only(page_links: &[Outlink], dom: Vec<Outlink>) -> Vec<Outlink> {
+pub(super) fn dom_only(page_links: &[Outlink], dom: Vec<Outlink>) -> Vec<Outlink> {
     let own: HashSet<String> = page_links.iter().map(|l| seen_key(&l.url)).collect();
     let mut taken = HashSet::new();
     dom.into_iter()
@@ -48,65 +44,6 @@ fn dom_only(page_links: &[Outlink], dom: Vec<Outlink>) -> Vec<Outlink> {
             !own.contains(&key) && taken.insert(key)
         })
         .collect()
-}
-
-impl Crawler {
-    /// Queues a rendered page's own links and, within the bounds, the URLs its DOM alone
-    /// offers; those past the bounds are logged and never fetched.
-    pub(super) fn queue_rendered_links(
-        &self,
-        key: &mut Key<Free>,
-        page: &Candidate,
-        links: Vec<Outlink>,
-        dom: Vec<Outlink>,
-    ) {
-        let extra = dom_only(&links, dom);
-        self.queue_links(key, page, links);
-        if extra.is_empty() {
-            return;
-        }
-        // Only URLs the crawl meets here for the first time count (and are marked seen now).
-        let seen = self.with_sched(key, |s| {
-            let urls: Vec<&url::Url> = extra.iter().map(|l| &l.url).collect();
-            s.mark_seen_all(&urls)
-        });
-        let new: Vec<Outlink> = match seen {
-            Ok(new) => extra
-                .into_iter()
-                .zip(new)
-                .filter_map(|(l, new)| new.then_some(l))
-                .collect(),
-            Err(e) => return self.fail(key, e),
-        };
-        let settings = &self.profile.browser;
-        let wanted = new.len().min(settings.max_dom_links_per_page);
-        let origin = crate::scope::origin_of(&page.url);
-        let granted =
-            self.rendering
-                .dom_links()
-                .take(&origin, wanted, settings.max_dom_links_per_site);
-        let mut new = new.into_iter();
-        let accepted: Vec<Candidate> = new
-            .by_ref()
-            .take(granted)
-            .filter_map(|link| self.judge(key, page, link, None))
-            .collect();
-        self.with_sched(key, |s| {
-            let clock = Clock::now();
-            for c in accepted {
-                s.enqueue(c, clock);
-            }
-        });
-        for link in new {
-            let c = Candidate {
-                path: format!("{}{}", page.path, link.hop.letter()),
-                url: link.url,
-                via: Some(page.url.clone()),
-                attempts: 0,
-            };
-            self.log_unfetched(key, &c, status::OUT_OF_SCOPE, RENDER_VARIANTS);
-        }
-    }
 }
 
 #[cfg(test)]

@@ -2,14 +2,11 @@
 //! the signals (Ctrl-C, SIGTERM, SIGUSR1) and the report timer. No task, thread or timer
 //! exists per site: the dispatcher asks the scheduler what may go and sleeps until then.
 
-use std::panic::AssertUnwindSafe;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use futures_util::FutureExt as _;
 use tokio::sync::Semaphore;
-use url::Url;
 
 use super::admission::{Admission, HELD_MAX};
 use super::engine::Crawler;
@@ -17,9 +14,6 @@ use super::locks::{Free, Key, Root};
 use super::sched::{Clock, Job, Pace, ResolveRequest, Turn};
 use super::Ended;
 use crate::config::Profile;
-use crate::frontier::Candidate;
-use crate::net::fetch::FetchError;
-use crate::politeness::robots;
 
 /// Runs the crawl a profile describes, to the end. Returns the whole crawl's statistics.
 pub(super) async fn run(
@@ -30,7 +24,7 @@ pub(super) async fn run(
     let slots = super::descriptors::slots(profile.sites_at_once);
     let (crawler, archived) = Crawler::open(profile, tx)?;
     if slots.jobs < crawler.profile.sites_at_once {
-        crawler.runlog.line(&format!(
+        crawler.desks.runlog.line(&format!(
             "open-file limit {}: {} requests at once instead of sites_at_once {}",
             slots.limit, slots.jobs, crawler.profile.sites_at_once
         ));
@@ -40,7 +34,7 @@ pub(super) async fn run(
     let control = super::control::serve(crawler.clone()).await?;
     // The main task's root: between its steps it holds no engine lock.
     let mut root = Root::new();
-    if !root.with(|key| crawler.begin(key, &archived, &patch)) {
+    if !root.with(|key| begin(&crawler, key, &archived, &patch)) {
         resolver.abort();
         control
             .into_iter()
@@ -52,7 +46,7 @@ pub(super) async fn run(
     }
     watch_ctrl_c(crawler.clone());
     let reports = spawn_reports(crawler.clone());
-    let renders = super::render::render_tasks(crawler.clone());
+    let renders = super::render_job::render_tasks(crawler.clone());
     dispatch(crawler.clone(), slots.jobs).await;
     // Stopped early: the browser is closed, so pages still rendering are disposed of at once.
     crawler.rendering.close().await;
@@ -87,14 +81,14 @@ async fn dispatch(crawler: Arc<Crawler>, at_once: usize) {
         let thread = take(&threads).pop().unwrap_or(0);
         let crawler = crawler.clone();
         let threads = threads.clone();
-        crawler.running.fetch_add(1, Ordering::SeqCst);
+        crawler.desks.running.fetch_add(1, Ordering::SeqCst);
         tokio::spawn(admission.admit(async move {
             // The job's task: it starts holding nothing.
             let mut root = Root::new();
-            let mut pace = crawler.run_job_caught(&mut root, job, thread).await;
-            pace.base = crawler.steered_pause(&origin, pace.base);
-            crawler.running.fetch_sub(1, Ordering::SeqCst);
-            root.with(|key| crawler.release(key, &budget, pace));
+            let mut pace = super::job::run_caught(&crawler, &mut root, job, thread).await;
+            pace.base = super::control::steered_pause(&crawler, &origin, pace.base);
+            crawler.desks.running.fetch_sub(1, Ordering::SeqCst);
+            root.with(|key| release(&crawler, key, &budget, pace));
             take(&threads).push(thread);
             drop(permit);
         }));
@@ -116,8 +110,8 @@ const DISPATCH_TICK: Duration = Duration::from_millis(5);
 async fn next_job(crawler: &Crawler, root: &mut Root) -> Option<(String, Job)> {
     loop {
         // Created before looking: a notify_one in between is kept as a permit, not lost.
-        let woken = crawler.wake.notified();
-        if crawler.stopped() {
+        let woken = crawler.desks.wake.notified();
+        if crawler.desks.stopped() {
             return None;
         }
         if crawler.operator.paused() {
@@ -127,13 +121,19 @@ async fn next_job(crawler: &Crawler, root: &mut Root) -> Option<(String, Job)> {
             continue;
         }
         let gate = crawler.gate();
-        let turn = root.with(|key| crawler.with_sched(key, |s| s.turn(&gate, Clock::now())));
+        let turn = root.with(|key| {
+            crawler
+                .desks
+                .with_sched(key, |s| s.turn(&gate, Clock::now()))
+        });
         match turn {
             Turn::Go(budget, job) => return Some((budget, job)),
             // A page still rendering may queue what its browser asks for.
             Turn::Over if crawler.rendering.active() > 0 => woken.await,
             // A held site still has work: the crawl waits for the operator to release it.
-            Turn::Over if root.with(|key| crawler.with_sched(key, |s| s.held_with_work())) => {
+            Turn::Over
+                if root.with(|key| crawler.desks.with_sched(key, |s| s.held_with_work())) =>
+            {
                 let _ = tokio::time::timeout(Duration::from_millis(500), woken).await;
             }
             Turn::Over => return None,
@@ -153,135 +153,55 @@ async fn next_job(crawler: &Crawler, root: &mut Root) -> Option<(String, Job)> {
     }
 }
 
-impl Crawler {
-    /// Picks up what an earlier run left, queues the seeds and records the run's start; false
-    /// when an earlier run left nothing to do (then nothing is recorded). A patch list's URLs
-    /// count as new seeds: a complete crawl runs again for them.
-    fn begin(
-        &self,
-        key: &mut Key<Free>,
-        archived: &super::archived::ArchivedBefore,
-        patch: &[crate::commands::qa::PatchLine],
-    ) -> bool {
-        let flying = match self.with_sched(key, |s| s.resume(archived, Clock::now())) {
-            Ok(n) => n,
-            Err(e) => {
-                self.fail(key, e);
-                0
-            }
-        };
-        // Nothing left by an earlier run: a patch URL seen before cannot be queued twice.
-        let idle = flying == 0 && self.with_sched(key, |s| s.left_anywhere()) == 0;
-        let new_seeds =
-            self.queue_seeds(key) + self.queue_earlier(key) + self.queue_patch(key, patch, idle);
-        if self.already_complete(key, flying, new_seeds) {
-            return false;
+/// Picks up what an earlier run left, queues the seeds and records the run's start; false
+/// when an earlier run left nothing to do (then nothing is recorded). A patch list's URLs
+/// count as new seeds: a complete crawl runs again for them.
+fn begin(
+    crawler: &Crawler,
+    key: &mut Key<Free>,
+    archived: &super::archived::ArchivedBefore,
+    patch: &[crate::commands::qa::PatchLine],
+) -> bool {
+    let flying = match crawler
+        .desks
+        .with_sched(key, |s| s.resume(archived, Clock::now()))
+    {
+        Ok(n) => n,
+        Err(e) => {
+            crawler.desks.fail(key, e);
+            0
         }
-        if let Err(e) = self.with_journal(key, |j| j.runs.start()) {
-            self.runlog.line(&format!("cannot record the run: {e:#}"));
-        }
-        true
+    };
+    // Nothing left by an earlier run: a patch URL seen before cannot be queued twice.
+    let idle = flying == 0 && crawler.desks.with_sched(key, |s| s.left_anywhere()) == 0;
+    let new_seeds = crawler.queue_seeds(key)
+        + super::recrawl::queue_earlier(crawler, key)
+        + super::patch::queue_patch(crawler, key, patch, idle);
+    if crawler.already_complete(key, flying, new_seeds) {
+        return false;
     }
-
-    /// Gives a budget back with the pause its last answer calls for (and commits the frontier
-    /// when `commits.rs` says).
-    fn release(&self, key: &mut Key<Free>, budget: &str, pace: Pace) {
-        let due = self.progress.due();
-        let active = self.running.load(Ordering::SeqCst);
-        let gauges = self.with_sched(key, |s| {
-            s.release(budget, pace, active, Instant::now());
-            due.then(|| s.gauges(active, std::time::SystemTime::now()))
-        });
-        if let Some(gauges) = gauges {
-            self.with_journal(key, |j| self.progress.update(&j.stats, gauges));
-        }
+    if let Err(e) = crawler.desks.with_journal(key, |j| j.runs.start()) {
+        crawler
+            .desks
+            .runlog
+            .line(&format!("cannot record the run: {e:#}"));
     }
+    true
+}
 
-    /// Runs a job, catching a panic inside it (a bug, or input nobody foresaw): the URL is
-    /// logged `-5` with the panic message, it leaves the in-flight list, and the budget is
-    /// given back — the crawl goes on. Caught in the job's own task: a task more per job would
-    /// cost its memory and a hand-over between the two for every job.
-    async fn run_job_caught(&self, root: &mut Root, job: Job, thread: usize) -> Pace {
-        let (origin, robots_of, candidate) = match &job {
-            Job::Robots { origin } => (origin.clone(), Some(origin.clone()), None),
-            Job::Fetch { origin, candidate } => (origin.clone(), None, Some((**candidate).clone())),
-            Job::Chase { origin, chase } => (
-                origin.clone(),
-                Some(chase.owner.clone()),
-                Some(chase.candidate.clone()),
-            ),
-        };
-        // Every lock is released as the panic unwinds (each is lent to a closure), so the
-        // task's root holds nothing again afterwards.
-        let run = AssertUnwindSafe(self.run_job(root, job, thread))
-            .catch_unwind()
-            .await;
-        match run {
-            Ok(pace) => pace,
-            Err(payload) => {
-                let message = panic_message(&*payload);
-                self.runlog
-                    .line(&format!("{origin}: a job failed unexpectedly: {message}"));
-                let (robots_of, origin) = (robots_of.as_deref(), origin.as_str());
-                root.with(|key| {
-                    self.job_panicked(key, origin, robots_of, candidate, &message, thread)
-                })
-            }
-        }
-    }
-
-    /// Logs the URL of a job that panicked and settles it, as a failure that is not retried
-    /// (a robots.txt job counts as one failed try of `robots_of`, so that site is given up in
-    /// the end).
-    fn job_panicked(
-        &self,
-        key: &mut Key<Free>,
-        origin: &str,
-        robots_of: Option<&str>,
-        candidate: Option<Candidate>,
-        message: &str,
-        thread: usize,
-    ) -> Pace {
-        let error = FetchError::Other(format!("panic: {message}"));
-        let mut pace = self.with_sched(key, |s| s.record_failure(origin, Instant::now()));
-        let candidate = candidate.or_else(|| {
-            let url = Url::parse(origin)
-                .ok()
-                .and_then(|u| robots::robots_url(&u))?;
-            Some(Candidate {
-                url,
-                path: "P".to_string(),
-                via: Url::parse(origin).ok(),
-                attempts: 0,
-            })
-        });
-        if let Some(c) = &candidate {
-            self.log_error(key, c, &error, thread, Vec::new());
-        }
-        match robots_of {
-            Some(owner) => {
-                self.with_sched(key, |s| {
-                    s.settle_robots(owner, origin, None, &mut pace, Clock::now())
-                });
-            }
-            None => {
-                if let Some(c) = &candidate {
-                    self.finished(key, &c.url);
-                }
-            }
-        }
-        self.commit(key);
-        pace
-    }
-
-    async fn run_job(&self, root: &mut Root, job: Job, thread: usize) -> Pace {
-        match job {
-            Job::Robots { origin } => self.run_robots(root, &origin, thread).await,
-            Job::Fetch { origin, candidate } => {
-                self.run_fetch(root, &origin, *candidate, thread).await
-            }
-            Job::Chase { origin, chase } => self.robots_chain(root, &origin, *chase, thread).await,
-        }
+/// Gives a budget back with the pause its last answer calls for (and commits the frontier
+/// when `commits.rs` says).
+fn release(crawler: &Crawler, key: &mut Key<Free>, budget: &str, pace: Pace) {
+    let due = crawler.progress.due();
+    let active = crawler.desks.running.load(Ordering::SeqCst);
+    let gauges = crawler.desks.with_sched(key, |s| {
+        s.release(budget, pace, active, Instant::now());
+        due.then(|| s.gauges(active, std::time::SystemTime::now()))
+    });
+    if let Some(gauges) = gauges {
+        crawler
+            .desks
+            .with_journal(key, |j| crawler.progress.update(&j.stats, gauges));
     }
 }
 
@@ -312,20 +232,6 @@ fn spawn_reports(crawler: Arc<Crawler>) -> tokio::task::JoinHandle<()> {
     })
 }
 
-impl Crawler {
-    /// Brings the run book and `report.json` up to date while the crawl runs.
-    pub(super) fn report_now(&self, key: &mut Key<Free>) {
-        let (stats, saved) = self.with_journal(key, |j| {
-            j.runs.update(j.stats.this_run().0, None);
-            (j.stats.clone(), j.runs.save())
-        });
-        if let Err(e) = saved {
-            self.runlog.line(&format!("cannot record the run: {e:#}"));
-        }
-        self.write_report(key, &stats, false);
-    }
-}
-
 /// First Ctrl-C (or SIGTERM): finish the exchanges in flight, close the WARC files, stop.
 /// Second: stop at once; every record already written is a complete gzip member and stays
 /// readable, and the next run closes the `.open` file properly.
@@ -340,7 +246,7 @@ fn watch_ctrl_c(crawler: Arc<Crawler>) {
             "\narchiver: stopping after the requests in flight (Ctrl-C again to stop at once)"
         );
         crawler.interrupted.store(true, Ordering::SeqCst);
-        crawler.stop();
+        crawler.desks.stop();
         if stop_signal(&mut term).await {
             eprintln!("archiver: stopped at once; the WARC being written keeps its .open name");
             std::process::exit(130);
@@ -382,50 +288,15 @@ fn spawn_resolver(
                 let Ok(slot) = slots.acquire_owned().await else {
                     return;
                 };
-                let answer = c.resolver.resolve(&req.host).await;
+                let answer = c.net.resolver.resolve(&req.host).await;
                 drop(slot);
                 // A lookup's task starts holding nothing.
                 let mut root = Root::new();
                 root.with(|key| {
-                    c.with_sched(key, |s| s.resolved(&req.origin, answer, Clock::now()))
+                    c.desks
+                        .with_sched(key, |s| s.resolved(&req.origin, answer, Clock::now()))
                 });
             });
         }
     })
-}
-
-/// The message a caught panic carries (also the WARC writer's, `writer.rs`).
-pub(super) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic without a message".to_string())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    async fn caught(f: impl std::future::Future<Output = ()>) -> Box<dyn std::any::Any + Send> {
-        AssertUnwindSafe(f).catch_unwind().await.unwrap_err()
-    }
-
-    #[tokio::test]
-    async fn a_caught_panic_gives_its_message() {
-        assert_eq!(
-            panic_message(&*caught(async { panic!("boom") }).await),
-            "boom"
-        );
-        let n = 7;
-        let string_panic = caught(async move {
-            if n == 7 {
-                panic!("bad value {n}");
-            }
-        })
-        .await;
-        assert_eq!(panic_message(&*string_panic), "bad value 7");
-        let other = caught(async { std::panic::panic_any(7u8) }).await;
-        assert_eq!(panic_message(&*other), "a panic without a message");
-    }
 }

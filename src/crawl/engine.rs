@@ -1,28 +1,33 @@
-//! The `Crawler`: what one crawl holds while it runs, behind three locks.
+//! The `Crawler`: what one crawl holds while it runs, opened here and finished here.
 //!
-//! - the scheduler ([`Sched`]: queues, sites, budgets, the site book), rank 1;
-//! - the archive desk ([`ArchiveDesk`]: the WARC writer and the digest index), rank 2;
-//! - the journal ([`Journal`]: crawl.log, the statistics, refusals.log, the run book), rank 3.
-//!
-//! Each lock is reached only through `with_sched`, the desk's `write` and `close`, or
-//! `with_journal`, which take the caller's `&mut Key<Free>` (it holds no engine lock) and lend
-//! the data to a closure that gets no key: the engine never holds two of its locks at once, and
-//! the types say so (see [`super::locks`]). `with_sched` also carries out what the scheduler
-//! left in its outbox once its lock is released: that is where every dropped URL gets its
-//! crawl.log line.
+//! It is a set of ports, each handed on its own to the stages of the road (`job.rs`): the
+//! network ([`Net`]), the desks ([`Desks`]: the scheduler, the archive desk and the journal
+//! behind the engine's three locks, run.log, the wake-up), the frontier's way in for links
+//! ([`Crawler::links`]), the page rules ([`Crawler::page_rules`]), what archiving reads
+//! ([`Crawler::keeping`]), and the rendering, the sitemaps, an earlier crawl's captures and
+//! the operator's orders. The engine opens them, lends them out, and at the end closes the
+//! files and sums the crawl up.
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
 use anyhow::Context as _;
-use tokio::sync::Notify;
 use url::Url;
 
 use super::archived::ArchivedBefore;
-use super::journal::Journal;
-use super::locks::{Free, InJournal, InSched, Key, Ordered, Root};
-use super::sched::{Gate, Limits, Outbox, ResolveRequest, Sched};
+use super::desks::Desks;
+use super::disposition::Keeping;
+use super::fetch::Net;
+use super::journal::{Journal, LineWatcher};
+use super::links::Links;
+use super::locks::{Free, Key, Root};
+use super::operator::Operator;
+use super::page::PageRules;
+use super::render::{Earlier as RenderEarlier, Rendering};
+use super::sched::{Gate, Limits, ResolveRequest, Sched};
+use super::sitemaps::Sitemaps;
 use super::writer::{Archive, ArchiveDesk};
 use crate::config::Profile;
 use crate::frontier::Frontier;
@@ -31,6 +36,7 @@ use crate::logs::report::{Progress, Stats};
 use crate::logs::runlog::{RefusalLog, RunBook, RunLog, SiteBook};
 use crate::net::dns::Resolver;
 use crate::net::fetch::Fetcher;
+use crate::recrawl::EarlierCaptures;
 use crate::scope::rules::ScopeRules;
 use crate::scope::traps::{ContentTraps, UrlTrapRules};
 use crate::scope::Scope;
@@ -39,40 +45,26 @@ use crate::warc::{WarcSettings, WarcWriter};
 /// A running crawl.
 pub(super) struct Crawler {
     pub(super) profile: Profile,
-    pub(super) fetcher: Fetcher,
-    pub(super) resolver: Resolver,
+    pub(super) net: Net,
     pub(super) scope: Scope,
     pub(super) rules: ScopeRules,
     /// The URL trap rules of the profile's `[traps]` table (None: all off).
     pub(super) url_traps: Option<UrlTrapRules>,
     /// The repeated-content trap rule is on (its detector lives in the scheduler).
     pub(super) content_traps_on: bool,
-    sched: Ordered<Sched, InSched>,
-    /// Writes the WARC records, in the order jobs hand them in.
-    pub(super) archive: ArchiveDesk,
-    journal: Ordered<Journal, InJournal>,
-    /// Wakes the dispatcher: new work, a finished job, a resolved name, a stop.
-    pub(super) wake: Notify,
-    pub(super) runlog: RunLog,
+    /// The scheduler, the archive desk, the journal, run.log.
+    pub(super) desks: Desks,
     pub(super) progress: Progress,
-    /// Asks the resolver task for name lookups.
-    resolve_tx: tokio::sync::mpsc::UnboundedSender<ResolveRequest>,
-    /// Jobs running now.
-    pub(super) running: AtomicUsize,
-    /// Set by Ctrl-C or a fatal error: no new job starts; jobs in flight finish.
-    stopping: AtomicBool,
     /// Set by Ctrl-C or SIGTERM (not by errors): the run ends with exit code 130.
     pub(super) interrupted: AtomicBool,
     /// Pages empty without JavaScript, rendered in headless Chromium (see `super::render`).
-    pub(super) rendering: super::render::Rendering,
+    pub(super) rendering: Arc<Rendering>,
     /// Sitemaps looked for, and the `lastmod` of the URLs they list (see `super::sitemaps`).
-    pub(super) sitemaps: super::sitemaps::Sitemaps,
+    pub(super) sitemaps: Sitemaps,
     /// What `[recrawl] previous` archived with validators (empty without it).
-    pub(super) earlier: crate::recrawl::EarlierCaptures,
-    /// The operator's orders (`super::control`), kept in `state/operator.json`.
-    pub(super) operator: super::control::Operator,
-    /// The last site book snapshot written (see `write_book`).
-    book_written: std::sync::Mutex<u64>,
+    pub(super) earlier: EarlierCaptures,
+    /// The operator's orders (`super::operator`), kept in `state/operator.json`.
+    pub(super) operator: Operator,
 }
 
 impl Crawler {
@@ -114,11 +106,11 @@ impl Crawler {
         let resolver = Resolver::new(profile.dns.clone());
         let limits = limits(&profile, &resolver);
         let content_traps = content_traps(&profile.traps);
-        let rendering = super::render::Rendering::new(
+        let rendering = Rendering::new(
             profile.browser.clone(),
             profile.browser.tabs,
             profile.frontier.database.is_some(),
-            super::render::Earlier {
+            RenderEarlier {
                 crawl_log: &log_path,
                 recovered: &archived,
                 warc_dir: &profile.output_dir.join("warcs"),
@@ -129,11 +121,20 @@ impl Crawler {
         let archive = Archive::new(warc, digests, profile.dedup.max_digests, shared_digests);
         let archive = ArchiveDesk::new(archive);
         let archived = ArchivedBefore::new(archived, &index_dir, last_start);
-        let earlier = super::recrawl::load_earlier(&profile, &runlog)?;
-        let operator = super::control::Operator::load(&out.join("state"), &runlog, &profile);
+        let earlier = load_earlier(&profile, &runlog)?;
+        let operator = Operator::load(&out.join("state"), &runlog, &profile);
         let content_traps_on = content_traps.is_some();
         let mut sched = Sched::new(frontier, book, content_traps, limits, Instant::now());
         sched.steer(operator.steering());
+        let rendering = Arc::new(rendering);
+        let journal = Journal::new(log, stats, refusals, runs);
+        let watcher: Arc<dyn LineWatcher> = rendering.clone();
+        let desks = Desks::new(sched, archive, journal, runlog, resolve_tx, watcher);
+        let net = Net {
+            fetcher,
+            resolver,
+            guard: profile.guard.clone(),
+        };
         let crawler = Crawler {
             scope: Scope::new(profile.scope.clone(), &profile.seeds),
             rules: ScopeRules::new(&profile.rules, &profile.scope.include),
@@ -142,91 +143,17 @@ impl Crawler {
                 chrono::Datelike::year(&chrono::Utc::now()),
             ),
             content_traps_on,
-            resolver,
-            fetcher,
-            sched: Ordered::new(sched),
-            archive,
-            journal: Ordered::new(Journal::new(log, stats, refusals, runs)),
-            wake: Notify::new(),
-            runlog,
+            net,
+            desks,
             progress: Progress::new(),
-            resolve_tx,
-            running: AtomicUsize::new(0),
-            stopping: AtomicBool::new(false),
             interrupted: AtomicBool::new(false),
             rendering,
-            sitemaps: super::sitemaps::Sitemaps::new(&profile.discovery),
+            sitemaps: Sitemaps::new(&profile.discovery),
             earlier,
             operator,
-            book_written: std::sync::Mutex::new(0),
             profile,
         };
         Ok((crawler, archived))
-    }
-
-    /// Lock 1: lends the scheduler to `f`, then (the lock released) carries out what it left
-    /// to do: crawl.log lines for dropped URLs, run.log lines, name lookups, a stop, a wake-up.
-    pub(super) fn with_sched<R>(&self, key: &mut Key<Free>, f: impl FnOnce(&mut Sched) -> R) -> R {
-        let (result, out) = self.sched.with(key, |s, _| {
-            let result = f(s);
-            (result, s.take_outbox())
-        });
-        self.carry_out(key, out);
-        result
-    }
-
-    /// Lock 3: crawl.log, the statistics, refusals.log and the run book.
-    pub(super) fn with_journal<R>(
-        &self,
-        key: &mut Key<Free>,
-        f: impl FnOnce(&mut Journal) -> R,
-    ) -> R {
-        self.journal.with(key, |j, _| f(j))
-    }
-
-    /// The scheduler's outbox, done in the order it was filled, kind by kind.
-    fn carry_out(&self, key: &mut Key<Free>, out: Outbox) {
-        for dropped in out.drops {
-            self.log_drop(key, dropped);
-        }
-        for line in &out.notes {
-            self.runlog.line(line);
-        }
-        let mut lost = 0;
-        for request in out.resolve {
-            // The resolver task is gone only when the crawl is ending.
-            if self.resolve_tx.send(request).is_err() {
-                lost += 1;
-            }
-        }
-        if lost > 0 {
-            self.sched
-                .with(key, |s, _| (0..lost).for_each(|_| s.resolve_lost()));
-        }
-        if let Some(save) = out.book {
-            self.write_book(save);
-        }
-        if let Some(why) = out.failure {
-            self.fail(key, why);
-        }
-        if out.wake {
-            self.wake.notify_one();
-        }
-    }
-
-    /// Writes a snapshot of the site book unless a newer one was written already. The file
-    /// is synced and renamed here, under no engine lock: the book's own small lock orders
-    /// the writers.
-    fn write_book(&self, save: crate::logs::runlog::BookSave) {
-        let mut last = self.book_written.lock().unwrap_or_else(|p| p.into_inner());
-        if save.seq <= *last {
-            return;
-        }
-        *last = save.seq;
-        if let Err(e) = save.write() {
-            self.runlog
-                .line(&format!("cannot save the site book: {e:#}"));
-        }
     }
 
     /// The decide rules checked again when a queued URL is taken up.
@@ -237,34 +164,34 @@ impl Crawler {
         }
     }
 
-    pub(super) fn stopped(&self) -> bool {
-        self.stopping.load(Ordering::SeqCst)
+    /// The frontier's way in for outlinks: the desks and the rules links are judged by (the
+    /// scope widened by seeds the operator added, as profile seeds widen it).
+    pub(super) fn links(&self) -> Links<'_> {
+        Links {
+            desks: &self.desks,
+            scope: &self.scope,
+            widened: self.operator.scope(),
+            rules: &self.rules,
+            optout: &self.profile.optout,
+            url_traps: self.url_traps.as_ref(),
+        }
     }
 
-    /// Stops the crawl: nothing new starts, jobs in flight finish, files are closed.
-    pub(super) fn stop(&self) {
-        self.stopping.store(true, Ordering::SeqCst);
-        self.wake.notify_one();
+    /// The rules a page is read by.
+    pub(super) fn page_rules(&self) -> PageRules<'_> {
+        PageRules {
+            robots_token: &self.profile.robots_token,
+            max_outlinks: self.profile.max_outlinks,
+            text_hash: self.content_traps_on,
+        }
     }
 
-    /// Stops the crawl on a frontier failure (e.g. a full disk): the crawl can be resumed.
-    pub(super) fn fail(&self, key: &mut Key<Free>, e: impl std::fmt::Display) {
-        tracing::error!("{e}");
-        self.runlog.line(&format!("stopping: {e}"));
-        self.with_journal(key, |j| {
-            j.fatal.get_or_insert_with(|| e.to_string());
-        });
-        self.stop();
-    }
-
-    /// Makes the frontier's changes so far durable.
-    pub(super) fn commit(&self, key: &mut Key<Free>) {
-        self.with_sched(key, |s| s.commit(Instant::now()));
-    }
-
-    /// Marks an in-flight URL finished.
-    pub(super) fn finished(&self, key: &mut Key<Free>, url: &Url) {
-        self.with_sched(key, |s| s.finished(url));
+    /// What the archiving of a record reads besides the answer.
+    pub(super) fn keeping(&self) -> Keeping<'_> {
+        Keeping {
+            earlier: &self.earlier,
+            sitemaps: &self.sitemaps,
+        }
     }
 
     /// Queues the seeds not seen before; returns how many.
@@ -273,7 +200,10 @@ impl Crawler {
         let mut queued = 0;
         for seed in &self.profile.seeds {
             let seed = crate::frontier::Candidate::seed(seed.clone());
-            if self.with_sched(key, |s| s.seed(seed, &gate, super::sched::Clock::now())) {
+            if self
+                .desks
+                .with_sched(key, |s| s.seed(seed, &gate, super::sched::Clock::now()))
+            {
                 queued += 1;
             }
         }
@@ -284,10 +214,10 @@ impl Crawler {
     pub(super) async fn finish(&self, root: &mut Root) -> anyhow::Result<Stats> {
         // Done-marks and retries wait for a later commit (`commits.rs`): the last ones are made
         // durable here, so a clean end leaves nothing in flight.
-        root.with(|key| self.commit(key));
+        root.with(|key| self.desks.commit(key));
         self.progress.finish();
         root.with(|key| self.leave_shared(key));
-        root.with(|key| self.archive.close(key))
+        root.with(|key| self.desks.archive.close(key))
             .context("cannot close the last WARC file")?;
         root.with(|key| self.sum_up(key))
     }
@@ -295,9 +225,9 @@ impl Crawler {
     /// The end of a run, its last WARC closed: the statistics, the run book, `report.json`, the
     /// site book, run.log's last line and the WACZ.
     fn sum_up(&self, key: &mut Key<Free>) -> anyhow::Result<Stats> {
-        let mut stats = self.with_journal(key, |j| j.stats.clone());
+        let mut stats = self.desks.with_journal(key, |j| j.stats.clone());
         let wall = SystemTime::now();
-        let (left, suspended) = self.with_sched(key, |s| {
+        let (left, suspended) = self.desks.with_sched(key, |s| {
             let left = s.total_queued() as u64;
             (left, s.suspended_with_work(wall))
         });
@@ -305,23 +235,25 @@ impl Crawler {
         stats.suspended = suspended;
         stats.suspended.sort();
         stats.interrupted = self.interrupted.load(Ordering::SeqCst);
-        let outcome = match self.with_journal(key, |j| j.fatal.clone()) {
+        let outcome = match self.desks.with_journal(key, |j| j.fatal.clone()) {
             Some(why) => format!("stopped: {why}"),
             None if stats.interrupted => "interrupted".to_string(),
             None if stats.no_seed_answered() => "no seed fetched".to_string(),
             None => "finished".to_string(),
         };
-        let saved = self.with_journal(key, |j| {
+        let saved = self.desks.with_journal(key, |j| {
             j.runs.update(stats.this_run().0, Some(&outcome));
             j.runs.save()
         });
         if let Err(e) = saved {
-            self.runlog.line(&format!("cannot record the run: {e:#}"));
+            self.desks
+                .runlog
+                .line(&format!("cannot record the run: {e:#}"));
         }
         self.write_report(key, &stats, true);
-        stats.runs = self.with_journal(key, |j| j.runs.runs.clone());
-        self.with_sched(key, Sched::save_book_at_end);
-        self.runlog.line(&format!(
+        stats.runs = self.desks.with_journal(key, |j| j.runs.runs.clone());
+        self.desks.with_sched(key, Sched::save_book_at_end);
+        self.desks.runlog.line(&format!(
             "end ({outcome}): {} URLs in this run; whole crawl: {} fetched, {} archived, {} \
              suspended sites, {} URLs left queued",
             stats.this_run().0,
@@ -330,7 +262,7 @@ impl Crawler {
             stats.suspended.len(),
             stats.left_queued
         ));
-        if let Some(why) = self.with_journal(key, |j| j.fatal.take()) {
+        if let Some(why) = self.desks.with_journal(key, |j| j.fatal.take()) {
             anyhow::bail!("the crawl stopped: {why}");
         }
         // Only a crawl that ended: an interrupted one is resumed, and would pack again.
@@ -348,25 +280,25 @@ impl Crawler {
         in_flight: usize,
         new_seeds: usize,
     ) -> bool {
-        let ran_before = self.with_journal(key, |j| j.stats.run_base > 0);
+        let ran_before = self.desks.with_journal(key, |j| j.stats.run_base > 0);
         // A shared crawl is complete only when no worker has anything queued or in flight.
-        let queued = self.with_sched(key, Sched::left_anywhere);
-        ran_before && queued == 0 && in_flight == 0 && new_seeds == 0 && !self.stopped()
+        let queued = self.desks.with_sched(key, Sched::left_anywhere);
+        ran_before && queued == 0 && in_flight == 0 && new_seeds == 0 && !self.desks.stopped()
     }
 
     /// Ends a run that had nothing to do, touching no report: only run.log says it happened.
     pub(super) async fn leave_complete(&self, root: &mut Root) -> anyhow::Result<Stats> {
         root.with(|key| self.leave_shared(key));
-        root.with(|key| self.archive.close(key))
+        root.with(|key| self.desks.archive.close(key))
             .context("cannot close the WARC writer")?;
         let stats = root.with(|key| {
-            self.with_journal(key, |j| {
+            self.desks.with_journal(key, |j| {
                 let mut stats = j.stats.clone();
                 stats.runs = j.runs.runs.clone();
                 stats
             })
         });
-        self.runlog.line(
+        self.desks.runlog.line(
             "nothing to do: the crawl is already complete (reports left as they are); set \
              another [output] dir to crawl again",
         );
@@ -375,21 +307,36 @@ impl Crawler {
 
     /// This worker stops: with a shared frontier its leases go back at once.
     fn leave_shared(&self, key: &mut Key<Free>) {
-        if let Err(e) = self.with_sched(key, Sched::leave_shared) {
-            self.runlog
+        if let Err(e) = self.desks.with_sched(key, Sched::leave_shared) {
+            self.desks
+                .runlog
                 .line(&format!("cannot sign off the shared frontier: {e}"));
         }
-        let (calls, trips) = self.with_sched(key, |s| s.database_counts());
+        let (calls, trips) = self.desks.with_sched(key, |s| s.database_counts());
         if calls > 0 {
-            self.runlog.line(&format!(
+            self.desks.runlog.line(&format!(
                 "shared frontier: {calls} database calls in this run ({trips} round trips)"
             ));
         }
     }
 
+    /// Brings the run book and `report.json` up to date while the crawl runs.
+    pub(super) fn report_now(&self, key: &mut Key<Free>) {
+        let (stats, saved) = self.desks.with_journal(key, |j| {
+            j.runs.update(j.stats.this_run().0, None);
+            (j.stats.clone(), j.runs.save())
+        });
+        if let Err(e) = saved {
+            self.desks
+                .runlog
+                .line(&format!("cannot record the run: {e:#}"));
+        }
+        self.write_report(key, &stats, false);
+    }
+
     /// Writes `report.json` (atomically: a temp file, then a rename).
     pub(super) fn write_report(&self, key: &mut Key<Free>, stats: &Stats, finished: bool) {
-        let remaining = self.with_sched(key, |s| {
+        let remaining = self.desks.with_sched(key, |s| {
             let mut per_host = std::collections::BTreeMap::new();
             for (origin, n) in s.queued_per_site() {
                 let n = n as u64;
@@ -399,14 +346,15 @@ impl Crawler {
             }
             per_host
         });
-        let runs = self.with_journal(key, |j| j.runs.runs.clone());
+        let runs = self.desks.with_journal(key, |j| j.runs.runs.clone());
         let path = self.profile.output_dir.join("report.json");
         let name = &self.profile.name;
         let written = crate::warc::save_atomically(&path, |out| {
             stats.write_report_json(out, name, finished, &remaining, &runs)
         });
         if let Err(e) = written {
-            self.runlog
+            self.desks
+                .runlog
                 .line(&format!("cannot write {}: {e}", path.display()));
         }
     }
@@ -434,7 +382,7 @@ impl Crawler {
         };
         match crate::commands::wacz::write(&opts) {
             Ok(r) => {
-                self.runlog.line(&format!(
+                self.desks.runlog.line(&format!(
                     "wacz: {} ({} WARC files, {} pages, {} bytes)",
                     output.display(),
                     r.warcs,
@@ -444,7 +392,8 @@ impl Crawler {
                 Ok(())
             }
             Err(e) => {
-                self.runlog
+                self.desks
+                    .runlog
                     .line(&format!("wacz: cannot write {}: {e}", output.display()));
                 anyhow::bail!("the crawl ended, but its WACZ could not be written: {e}")
             }
@@ -495,6 +444,27 @@ fn recovered_urls(recovered: &[crate::warc::Recovered], runlog: &RunLog) -> Hash
         archived.extend(r.captured_uris().map(str::to_string));
     }
     archived
+}
+
+/// The earlier crawls' captures, said in run.log; empty without `[recrawl] previous`.
+fn load_earlier(p: &Profile, runlog: &RunLog) -> anyhow::Result<EarlierCaptures> {
+    if p.recrawl.previous.is_empty() {
+        return Ok(EarlierCaptures::default());
+    }
+    let earlier = EarlierCaptures::load(&p.recrawl)
+        .context("cannot read the earlier crawls named in [recrawl] previous")?;
+    let s = &earlier.stats;
+    runlog.line(&format!(
+        "recrawl: {} earlier captures from {} CDXJ files, {} with a validator ({} unreadable, \
+         {} past the limit of {})",
+        s.captures,
+        s.files,
+        s.with_validator,
+        s.unreadable,
+        s.left_out,
+        crate::recrawl::MAX_CAPTURES
+    ));
+    Ok(earlier)
 }
 
 /// The scheduler's limits, from the profile.

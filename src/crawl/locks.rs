@@ -315,10 +315,10 @@ mod tests {
         // Each name lookup's task.
         ("crawl/driver.rs", "spawn_resolver"),
         // A render's task, at its end.
-        ("crawl/render.rs", "render"),
+        ("crawl/render_job.rs", "render"),
         // Each request the browser makes, and each thing it refused.
-        ("crawl/render.rs", "fetch"),
-        ("crawl/render.rs", "refused"),
+        ("crawl/render_job.rs", "fetch"),
+        ("crawl/render_job.rs", "refused"),
         // The control endpoint: its sampler's task, each request's blocking thread, and the
         // task that takes up a shared crawl's orders from other workers.
         ("crawl/control/http.rs", "sample"),

@@ -14,21 +14,27 @@ mod commits;
 mod control;
 mod decide;
 mod descriptors;
+mod desks;
 mod disposition;
 mod dom_links;
 mod driver;
 mod engine;
 mod fetch;
+mod job;
 mod journal;
+mod links;
 // Public for its examples alone (the compile-fail proofs of the lock order); nothing outside
 // the crate needs it.
 pub mod locks;
+mod operator;
 mod page;
 mod patch;
 mod prereq;
 mod recrawl;
 mod render;
+mod render_job;
 mod sched;
+mod sitemap_links;
 mod sitemaps;
 mod writer;
 

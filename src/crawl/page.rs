@@ -6,8 +6,6 @@ use std::io::Read as _;
 
 use url::Url;
 
-use super::engine::Crawler;
-use super::locks::{Free, Key};
 use crate::extract::{self, Directives, Hop, Outlink};
 use crate::net::fetch::Fetched;
 
@@ -38,91 +36,95 @@ pub(super) struct Page {
     pub(super) links_cut: bool,
 }
 
-impl Crawler {
-    /// Outlinks (HTML links and the redirect target), robots directives (meta + header), and
-    /// the decoded start of an HTML body (for challenge-page markers).
-    pub(super) fn links_and_directives(
-        &self,
-        key: &mut Key<Free>,
-        origin: &str,
-        f: &Fetched,
-    ) -> Page {
-        let token = &self.profile.robots_token;
-        let mut directives = extract::x_robots_tag(&f.header_all("x-robots-tag"), token);
-        let mut links = Vec::new();
-        let mut bad_location = None;
-        match location_of(f) {
-            Some(Location::Target(url)) => links.push(Outlink {
-                url,
-                hop: Hop::Redirect,
-                context: "header/@location",
-            }),
-            Some(Location::Junk(text)) => bad_location = Some(text),
-            None => {}
-        }
-        let mut text = Vec::new();
-        let mut trap = None;
-        let mut left_out = 0;
-        let mut links_cut = false;
-        if !f.payload.is_empty() && is_html(&f.headers) {
-            let encoding = f.header("content-encoding");
-            // Only the start of the page is held decoded (fingerprint, challenge markers);
-            // links are taken from a stream, so a huge or bomb page costs no memory.
-            let decoded = extract::decode_slice(encoding, &f.payload, FINGERPRINT_BYTES);
-            let stream = extract::decoding_reader(encoding, &f.payload[..]);
-            if let (true, Ok(Some(reader))) = ((200..300).contains(&f.status), stream) {
-                // extract_html cleans the label (quotes, case) itself.
-                let charset = f.header("content-type").and_then(charset_of);
-                let max = self.profile.max_outlinks.saturating_sub(links.len());
-                let reader = reader.take(MAX_DECODED_HTML as u64);
-                // The page text comes from the links' parse when that parse reads the whole
-                // body the fingerprint reads (not cut, not corrupt).
-                let whole = !decoded.capped && decoded.error.is_none();
-                let text_max = crate::scope::traps::MAX_VISIBLE_TEXT;
-                let (page, page_text) = if self.content_traps_on && whole {
-                    extract::extract_html_and_text(reader, charset, &f.url, token, max, text_max)
-                } else {
-                    let page = extract::extract_html_limited(reader, charset, &f.url, token, max);
-                    (page, None)
-                };
-                directives.merge(page.directives);
-                links.extend(page.links);
-                left_out = page.left_out;
-                links_cut = page.cut;
-                if self.content_traps_on {
-                    let text = page_text
-                        .unwrap_or_else(|| crate::scope::traps::visible_text(&decoded.bytes));
-                    let hash = crate::scope::traps::text_hash(&text);
-                    trap = self.with_sched(key, |s| s.observe_text(origin, &f.url, hash));
-                }
-            }
-            text = decoded.bytes;
-            text.truncate(16 * 1024);
-        } else if !f.payload.is_empty() && is_css(&f.headers) && (200..300).contains(&f.status) {
-            let encoding = f.header("content-encoding");
-            let decoded = extract::decode_slice(encoding, &f.payload, MAX_DECODED_CSS);
-            // References in a stylesheet are relative to the stylesheet itself.
-            let mut found = crate::extract::css::css_links(
-                &crate::extract::css::decode(&decoded.bytes),
-                &f.url,
-            );
-            let room = self.profile.max_outlinks.saturating_sub(links.len());
-            if found.len() > room {
-                left_out = found.len() - room;
-                found.truncate(room);
-            }
-            links.extend(found);
-        }
-        Page {
-            links,
-            directives,
-            text,
-            trap,
-            bad_location,
-            left_out,
-            links_cut,
-        }
+/// The profile's rules for reading a page.
+pub(super) struct PageRules<'a> {
+    /// The product token meta robots tags are read for.
+    pub(super) robots_token: &'a str,
+    /// `[limits] max_outlinks`: links past it are left out (and counted).
+    pub(super) max_outlinks: usize,
+    /// The repeated-content trap rule is on: the page's visible text is hashed.
+    pub(super) text_hash: bool,
+}
+
+/// Reads a page: its outlinks (HTML links and the redirect target), robots directives (meta
+/// and header), and the decoded start of an HTML body (for challenge-page markers); with the
+/// repeated-content rule on, the hash of its visible text (the scheduler judges whether it
+/// repeats the site's other pages: [`Page::trap`] is left for it to set). A pure function of
+/// the answer and the rules.
+pub(super) fn read(f: &Fetched, rules: &PageRules<'_>) -> (Page, Option<u64>) {
+    let token = rules.robots_token;
+    let mut directives = extract::x_robots_tag(&f.header_all("x-robots-tag"), token);
+    let mut links = Vec::new();
+    let mut bad_location = None;
+    match location_of(f) {
+        Some(Location::Target(url)) => links.push(Outlink {
+            url,
+            hop: Hop::Redirect,
+            context: "header/@location",
+        }),
+        Some(Location::Junk(text)) => bad_location = Some(text),
+        None => {}
     }
+    let mut text = Vec::new();
+    let mut text_hash = None;
+    let mut left_out = 0;
+    let mut links_cut = false;
+    if !f.payload.is_empty() && is_html(&f.headers) {
+        let encoding = f.header("content-encoding");
+        // Only the start of the page is held decoded (fingerprint, challenge markers);
+        // links are taken from a stream, so a huge or bomb page costs no memory.
+        let decoded = extract::decode_slice(encoding, &f.payload, FINGERPRINT_BYTES);
+        let stream = extract::decoding_reader(encoding, &f.payload[..]);
+        if let (true, Ok(Some(reader))) = ((200..300).contains(&f.status), stream) {
+            // extract_html cleans the label (quotes, case) itself.
+            let charset = f.header("content-type").and_then(charset_of);
+            let max = rules.max_outlinks.saturating_sub(links.len());
+            let reader = reader.take(MAX_DECODED_HTML as u64);
+            // The page text comes from the links' parse when that parse reads the whole
+            // body the fingerprint reads (not cut, not corrupt).
+            let whole = !decoded.capped && decoded.error.is_none();
+            let text_max = crate::scope::traps::MAX_VISIBLE_TEXT;
+            let (page, page_text) = if rules.text_hash && whole {
+                extract::extract_html_and_text(reader, charset, &f.url, token, max, text_max)
+            } else {
+                let page = extract::extract_html_limited(reader, charset, &f.url, token, max);
+                (page, None)
+            };
+            directives.merge(page.directives);
+            links.extend(page.links);
+            left_out = page.left_out;
+            links_cut = page.cut;
+            if rules.text_hash {
+                let text =
+                    page_text.unwrap_or_else(|| crate::scope::traps::visible_text(&decoded.bytes));
+                text_hash = Some(crate::scope::traps::text_hash(&text));
+            }
+        }
+        text = decoded.bytes;
+        text.truncate(16 * 1024);
+    } else if !f.payload.is_empty() && is_css(&f.headers) && (200..300).contains(&f.status) {
+        let encoding = f.header("content-encoding");
+        let decoded = extract::decode_slice(encoding, &f.payload, MAX_DECODED_CSS);
+        // References in a stylesheet are relative to the stylesheet itself.
+        let mut found =
+            crate::extract::css::css_links(&crate::extract::css::decode(&decoded.bytes), &f.url);
+        let room = rules.max_outlinks.saturating_sub(links.len());
+        if found.len() > room {
+            left_out = found.len() - room;
+            found.truncate(room);
+        }
+        links.extend(found);
+    }
+    let page = Page {
+        links,
+        directives,
+        text,
+        trap: None,
+        bad_location,
+        left_out,
+        links_cut,
+    };
+    (page, text_hash)
 }
 
 /// Is this response HTML worth extracting links from?

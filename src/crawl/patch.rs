@@ -16,56 +16,54 @@ use crate::frontier::{seen_key, Candidate};
 use super::engine::Crawler;
 use super::locks::{Free, Key};
 
-impl Crawler {
-    /// Queues the patch list's URLs the decide rules accept; returns how many. `idle`: the
-    /// crawl had nothing queued or in flight, so a URL seen before may be queued again.
-    pub(super) fn queue_patch(
-        &self,
-        key: &mut Key<Free>,
-        patch: &[PatchLine],
-        idle: bool,
-    ) -> usize {
-        let (mut queued, mut left) = (0, 0);
-        let mut once = HashSet::new();
-        for line in patch {
-            if !once.insert(seen_key(&line.url)) {
+/// Queues the patch list's URLs the decide rules accept; returns how many. `idle`: the
+/// crawl had nothing queued or in flight, so a URL seen before may be queued again.
+pub(super) fn queue_patch(
+    crawler: &Crawler,
+    key: &mut Key<Free>,
+    patch: &[PatchLine],
+    idle: bool,
+) -> usize {
+    let (mut queued, mut left) = (0, 0);
+    let mut once = HashSet::new();
+    for line in patch {
+        if !once.insert(seen_key(&line.url)) {
+            continue;
+        }
+        let page = Candidate {
+            url: line.page.clone(),
+            path: line.page_path.clone(),
+            via: None,
+            attempts: 0,
+        };
+        match crawler.desks.with_sched(key, |s| s.mark_seen(&line.url)) {
+            Ok(new) if new || idle => {}
+            Ok(_) => {
+                left += 1;
                 continue;
             }
-            let page = Candidate {
-                url: line.page.clone(),
-                path: line.page_path.clone(),
-                via: None,
-                attempts: 0,
-            };
-            match self.with_sched(key, |s| s.mark_seen(&line.url)) {
-                Ok(new) if new || idle => {}
-                Ok(_) => {
-                    left += 1;
-                    continue;
-                }
-                Err(e) => {
-                    self.fail(key, e);
-                    return queued;
-                }
-            }
-            let link = Outlink {
-                url: line.url.clone(),
-                hop: Hop::Embed,
-                context: "patch",
-            };
-            if let Some(c) = self.judge(key, &page, link, None) {
-                let clock = super::sched::Clock::now();
-                self.with_sched(key, |s| s.enqueue(c, clock));
-                queued += 1;
+            Err(e) => {
+                crawler.desks.fail(key, e);
+                return queued;
             }
         }
-        if !patch.is_empty() {
-            self.runlog.line(&format!(
-                "patch: {queued} of {} URLs of the patch list queued as embeds of their pages; \
-                 {left} seen before left to the crawl under way",
-                patch.len()
-            ));
+        let link = Outlink {
+            url: line.url.clone(),
+            hop: Hop::Embed,
+            context: "patch",
+        };
+        if let Some(c) = crawler.links().judge(key, &page, link, None) {
+            let clock = super::sched::Clock::now();
+            crawler.desks.with_sched(key, |s| s.enqueue(c, clock));
+            queued += 1;
         }
-        queued
     }
+    if !patch.is_empty() {
+        crawler.desks.runlog.line(&format!(
+            "patch: {queued} of {} URLs of the patch list queued as embeds of their pages; \
+             {left} seen before left to the crawl under way",
+            patch.len()
+        ));
+    }
+    queued
 }

@@ -22,13 +22,9 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 use url::Url;
 
-use super::decide::Disposition;
-use super::engine::Crawler;
-use super::locks::{Free, Key, Root};
 use super::page::{is_html, Page};
-use crate::browser::readback::{read_back, Copy, Found, Known, Ledger, Line, Pending};
-use crate::browser::{self, Browser, BrowserAnswer, BrowserRequest, BrowserSettings, RenderMode};
-use crate::extract::{Hop, Outlink};
+use crate::browser::readback::{Found, Known, Ledger, Line, Pending};
+use crate::browser::{self, Browser, BrowserSettings, RenderMode};
 use crate::frontier::{seen_key, Candidate};
 use crate::logs::crawllog::Entry;
 use crate::net::fetch::Fetched;
@@ -79,6 +75,12 @@ pub(super) struct Earlier<'a> {
     /// URLs found archived in WARCs recovered at start (not in crawl.log: a crash came between).
     pub(super) recovered: &'a HashSet<String>,
     pub(super) warc_dir: &'a Path,
+}
+
+impl super::journal::LineWatcher for Rendering {
+    fn logged(&self, entry: &Entry<'_>) {
+        Rendering::logged(self, entry);
+    }
 }
 
 /// The crawl's rendering: settings, the browser (started on the first page that needs it),
@@ -385,330 +387,78 @@ impl Rendering {
         Some(browser)
     }
 
+    /// A page goes to the render loop; given back when there is no loop any more (the crawl
+    /// is ending). Counted active from now until [`Self::job_done`].
+    pub(super) fn hand_over(&self, job: RenderJob) -> Result<(), Box<RenderJob>> {
+        self.active.fetch_add(1, Ordering::SeqCst);
+        self.jobs
+            .send(job)
+            .map_err(|mpsc::error::SendError(job)| Box::new(job))
+    }
+
+    /// A page handed over is disposed of (or its render failed).
+    pub(super) fn job_done(&self) {
+        self.active.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// The render loop's side of the queue, taken once.
+    pub(super) fn take_jobs(&self) -> Option<mpsc::UnboundedReceiver<RenderJob>> {
+        lock(&self.jobs_rx).take()
+    }
+
+    /// How long one page may take to render.
+    pub(super) fn timeout(&self) -> Duration {
+        self.settings.render_timeout
+    }
+
+    /// The crawl's WARC folder, where the browser's answers are read back from.
+    pub(super) fn warc_dir(&self) -> &Path {
+        &self.warc_dir
+    }
+
+    /// What the crawl knows of a URL the browser asks for; while unknown, `tx` waits for its
+    /// final crawl.log line.
+    pub(super) fn ask(&self, key: &str, tx: oneshot::Sender<Option<Found>>) -> Known {
+        self.with_book(|b| {
+            let known = b.ledger.known(key);
+            if matches!(known, Known::Unknown) {
+                b.waiters.entry(key.to_string()).or_default().push(tx);
+            }
+            known
+        })
+    }
+
+    /// Nobody waits for this URL any more.
+    pub(super) fn forget(&self, key: &str) {
+        self.with_book(|b| b.waiters.remove(key));
+    }
+
+    /// The waiters of a URL whose receivers are gone leave the book.
+    pub(super) fn prune(&self, key: &str) {
+        self.with_book(|b| {
+            if let Some(waiting) = b.waiters.get_mut(key) {
+                waiting.retain(|w| !w.is_closed());
+                if waiting.is_empty() {
+                    b.waiters.remove(key);
+                }
+            }
+        });
+    }
+
+    /// The browser, started on first use (None: there is none, or it would not start).
+    pub(super) async fn the_browser(
+        &self,
+        runlog: &crate::logs::runlog::RunLog,
+    ) -> Option<Arc<Browser>> {
+        self.browser(runlog).await
+    }
+
     /// Stops the browser, if it was started.
     pub(super) async fn close(&self) {
         if let Some(Some(b)) = self.browser.get() {
             b.close().await;
         }
     }
-}
-
-impl Crawler {
-    /// Hands a page to its render task (spawned by [`render_tasks`]).
-    pub(super) async fn render_later(&self, root: &mut Root, job: RenderJob) {
-        self.rendering.active.fetch_add(1, Ordering::SeqCst);
-        if let Err(mpsc::error::SendError(job)) = self.rendering.jobs.send(job) {
-            // No render loop (the crawl is ending): the page is disposed of unrendered.
-            self.finish_render(root, job, Err("the crawl is ending".into()))
-                .await;
-        }
-    }
-
-    /// Renders one page and disposes of it.
-    async fn render(self: Arc<Self>, job: RenderJob) {
-        let result = match self.rendering.browser(&self.runlog).await {
-            None => Err("no browser".to_string()),
-            Some(browser) => {
-                let timeout = self.rendering.settings.render_timeout;
-                let helper = ForBrowser {
-                    crawler: &self,
-                    page: &job.candidate,
-                    copy: Copy::of(&job.fetched),
-                    until: Instant::now() + timeout,
-                };
-                browser
-                    .render(&job.candidate.url, &helper, timeout)
-                    .await
-                    .map_err(|e| e.to_string())
-            }
-        };
-        // The render's task starts holding nothing.
-        let mut root = Root::new();
-        self.finish_render(&mut root, job, result).await;
-    }
-
-    /// The rendered DOM's links and meta robots join the page's; the page is queued, disposed
-    /// of and logged (`rendered`) as any other page.
-    async fn finish_render(
-        &self,
-        root: &mut Root,
-        job: RenderJob,
-        result: Result<browser::Rendered, String>,
-    ) {
-        let RenderJob {
-            origin,
-            candidate,
-            mut fetched,
-            page,
-            notes,
-            thread,
-        } = job;
-        // Reading the DOM and queueing its links is CPU work: done beside the async workers.
-        let disposition = tokio::task::block_in_place(|| {
-            root.with(|key| self.render_disposition(key, &candidate, page, notes, result))
-        });
-        self.dispose(root, &origin, candidate, &mut fetched, thread, disposition)
-            .await;
-        self.rendering.active.fetch_sub(1, Ordering::SeqCst);
-        self.wake.notify_one();
-    }
-
-    /// Queues the page's links and the rendered DOM's, and says what becomes of the page.
-    fn render_disposition(
-        &self,
-        key: &mut Key<Free>,
-        candidate: &Candidate,
-        page: Page,
-        mut notes: Vec<String>,
-        result: Result<browser::Rendered, String>,
-    ) -> Disposition {
-        let mut directives = page.directives;
-        let mut links = page.links;
-        let mut dom_links = Vec::new();
-        match result {
-            Ok(r) => {
-                notes.push("rendered".to_string());
-                if r.timed_out {
-                    notes.push("render-timeout".to_string());
-                }
-                // The DOM holds the page's own links too: it gets the whole cap.
-                let dom = crate::extract::extract_html_limited(
-                    r.dom.as_bytes(),
-                    Some("utf-8"),
-                    &candidate.url,
-                    &self.profile.robots_token,
-                    self.profile.max_outlinks,
-                );
-                directives.merge(dom.directives);
-                let cut = notes.iter().any(|n| n.starts_with("max-outlinks:"));
-                if dom.left_out > 0 && !cut {
-                    notes.push(format!("max-outlinks:{}", dom.left_out));
-                }
-                dom_links = dom.links;
-            }
-            Err(e) if e == "no browser" => {}
-            Err(e) => {
-                notes.push("render-failed".to_string());
-                self.runlog
-                    .line(&format!("browser: {} not rendered: {e}", candidate.url));
-            }
-        }
-        if page.trap.is_some() {
-            links.retain(|l| l.hop == Hop::Embed);
-            dom_links.retain(|l| l.hop == Hop::Embed);
-        }
-        if directives.follow_links() {
-            self.queue_rendered_links(key, candidate, links, dom_links);
-        }
-        self.commit(key);
-        match directives.discard_reason() {
-            Some(reason) => {
-                notes.push(reason.to_string());
-                Disposition::Discard { notes }
-            }
-            None => Disposition::Archive { notes },
-        }
-    }
-
-    /// The answer to one browser request: the crawl's own record when the URL was archived
-    /// (in this run or an earlier one), else the URL taken through the road of any embed of
-    /// the page and its record awaited.
-    async fn for_browser(
-        &self,
-        root: &mut Root,
-        page: &Candidate,
-        req: BrowserRequest,
-        until: Instant,
-    ) -> BrowserAnswer {
-        let key = seen_key(&req.url);
-        let (tx, rx) = oneshot::channel();
-        let known = self.rendering.with_book(|b| {
-            let known = b.ledger.known(&key);
-            if matches!(known, Known::Unknown) {
-                b.waiters.entry(key.clone()).or_default().push(tx);
-            }
-            known
-        });
-        match known {
-            Known::At(found) => return self.archived_answer(&found, &req.url).await,
-            Known::Settled => return refused("fetched earlier in this crawl, not archived"),
-            Known::Unknown => {}
-        }
-        let queued = root.with(|key| self.queue_for_browser(key, page, &req.url));
-        if !queued {
-            // Dropped by the decide rules (and logged there, which settled it just now).
-            let mut rx = rx;
-            if let Ok(Some(found)) = rx.try_recv() {
-                return self.archived_answer(&found, &req.url).await;
-            }
-            self.rendering.with_book(|b| b.waiters.remove(&key));
-            return refused("not fetched for the browser");
-        }
-        self.wake.notify_one();
-        let left = until.saturating_duration_since(Instant::now());
-        match tokio::time::timeout(left, rx).await {
-            Ok(Ok(Some(found))) => self.archived_answer(&found, &req.url).await,
-            Ok(_) => refused("not archived"),
-            Err(_) => {
-                // The receiver is gone: its sender should not wait in the book for good.
-                self.rendering.with_book(|b| {
-                    if let Some(waiting) = b.waiters.get_mut(&key) {
-                        waiting.retain(|w| !w.is_closed());
-                        if waiting.is_empty() {
-                            b.waiters.remove(&key);
-                        }
-                    }
-                });
-                refused("not fetched within render_timeout")
-            }
-        }
-    }
-}
-
-impl Crawler {
-    /// Queues a URL the browser asks for as an embed of the page, unless it is known already
-    /// (then its crawl.log line will come) or the decide rules drop it (logged there): false
-    /// when no crawl.log line is to be waited for.
-    fn queue_for_browser(&self, key: &mut Key<Free>, page: &Candidate, url: &Url) -> bool {
-        match self.with_sched(key, |s| s.mark_seen(url)) {
-            Ok(true) => {
-                let link = Outlink {
-                    url: url.clone(),
-                    hop: Hop::Embed,
-                    context: "browser",
-                };
-                match self.judge(key, page, link, None) {
-                    Some(c) => {
-                        let clock = super::sched::Clock::now();
-                        self.with_sched(key, |s| s.enqueue(c, clock));
-                        true
-                    }
-                    None => false,
-                }
-            }
-            // Queued or in flight (in this run, or left queued by an earlier one): its
-            // crawl.log line will come.
-            Ok(false) => true,
-            Err(e) => {
-                self.fail(key, e);
-                false
-            }
-        }
-    }
-}
-
-fn refused(why: &str) -> BrowserAnswer {
-    BrowserAnswer::Refused {
-        why: why.to_string(),
-    }
-}
-
-impl Crawler {
-    /// The browser's answer read back from the WARC record at `found`; a record that cannot
-    /// be read is refused to the browser and said in run.log.
-    async fn archived_answer(&self, found: &Found, url: &Url) -> BrowserAnswer {
-        match read_back(&self.rendering.warc_dir, found, url).await {
-            Ok(copy) => copy.answer(),
-            Err(e) => {
-                self.runlog
-                    .line(&format!("browser: {url} not given to the browser: {e}"));
-                refused(&e)
-            }
-        }
-    }
-}
-
-/// The [`browser::Fetcher`] of one render.
-struct ForBrowser<'c> {
-    crawler: &'c Crawler,
-    page: &'c Candidate,
-    copy: Copy,
-    until: Instant,
-}
-
-impl browser::Fetcher for ForBrowser<'_> {
-    async fn fetch(&self, req: BrowserRequest) -> BrowserAnswer {
-        if req.is_page || seen_key(&req.url) == seen_key(&self.page.url) {
-            return self.copy.answer();
-        }
-        // Each request the browser makes is answered in a task of the browser's, apart from
-        // the render's own steps: it starts holding nothing.
-        let mut root = Root::new();
-        self.crawler
-            .for_browser(&mut root, self.page, req, self.until)
-            .await
-    }
-
-    fn refused(&self, url: &str, what: browser::Refusal) {
-        let mut root = Root::new();
-        root.with(|key| {
-            self.crawler
-                .log_refused_by_browser(key, self.page, url, what)
-        });
-    }
-}
-
-impl Crawler {
-    /// What the page tried and the browser refused by itself (a pop-up, a WebSocket, a POST, a
-    /// service worker): never fetched, logged `-5002` (Heritrix's "blocked by a processor")
-    /// as a link (a pop-up) or an embed of the page, annotated `browser:KIND`.
-    fn log_refused_by_browser(
-        &self,
-        key: &mut Key<Free>,
-        page: &Candidate,
-        url: &str,
-        what: browser::Refusal,
-    ) {
-        let Ok(url) = Url::parse(url) else {
-            return;
-        };
-        let hop = match what {
-            browser::Refusal::Popup => Hop::Link,
-            _ => Hop::Embed,
-        };
-        let c = Candidate {
-            url,
-            path: format!("{}{}", page.path, hop.letter()),
-            via: Some(page.url.clone()),
-            attempts: 0,
-        };
-        self.log_unfetched(
-            key,
-            &c,
-            BROWSER_REFUSED,
-            &format!("browser:{}", what.name()),
-        );
-    }
-}
-
-/// crawl.log's status of what the browser refused by itself.
-const BROWSER_REFUSED: i32 = -5002;
-
-/// Runs each page handed to [`Crawler::render_later`] in a task of its own (the browser bounds
-/// how many render at once), until the crawl drops its side of the queue.
-pub(super) fn render_tasks(crawler: Arc<Crawler>) -> tokio::task::JoinHandle<()> {
-    let rx = lock(&crawler.rendering.jobs_rx).take();
-    tokio::spawn(async move {
-        let Some(mut rx) = rx else {
-            return;
-        };
-        while let Some(job) = rx.recv().await {
-            let url = job.candidate.url.clone();
-            let task = tokio::spawn(crawler.clone().render(job));
-            let crawler = crawler.clone();
-            tokio::spawn(async move {
-                // A render that panicked leaves its page in flight (fetched again on resume);
-                // the crawl must not wait for it.
-                if let Err(e) = task.await {
-                    crawler.runlog.line(&format!(
-                        "browser: rendering {url} failed unexpectedly: {e}"
-                    ));
-                    crawler.rendering.active.fetch_sub(1, Ordering::SeqCst);
-                    crawler.wake.notify_one();
-                }
-            });
-        }
-    })
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

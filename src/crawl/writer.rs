@@ -165,7 +165,7 @@ impl ArchiveDesk {
             match catch_unwind(AssertUnwindSafe(|| work(archive))) {
                 Ok(result) => result,
                 Err(panic) => {
-                    let why = super::driver::panic_message(&*panic);
+                    let why = crate::logs::runlog::panic_message(&*panic);
                     tracing::error!("the WARC writer panicked: {why}");
                     desk.broken = Some(why.clone());
                     Err(ArchiveError::Stopped(why))

@@ -326,6 +326,15 @@ impl RunBook {
     }
 }
 
+/// The message a caught panic carries (a job's, the WARC writer's), for its log line.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -407,6 +416,32 @@ mod tests {
         let book = RunBook::load(&path, &log);
         assert!(book.runs.is_empty());
         assert!(path.with_extension("json.damaged").exists());
+    }
+
+    async fn caught(f: impl std::future::Future<Output = ()>) -> Box<dyn std::any::Any + Send> {
+        use futures_util::FutureExt as _;
+        std::panic::AssertUnwindSafe(f)
+            .catch_unwind()
+            .await
+            .unwrap_err()
+    }
+
+    #[tokio::test]
+    async fn a_caught_panic_gives_its_message() {
+        assert_eq!(
+            panic_message(&*caught(async { panic!("boom") }).await),
+            "boom"
+        );
+        let n = 7;
+        let string_panic = caught(async move {
+            if n == 7 {
+                panic!("bad value {n}");
+            }
+        })
+        .await;
+        assert_eq!(panic_message(&*string_panic), "bad value 7");
+        let other = caught(async { std::panic::panic_any(7u8) }).await;
+        assert_eq!(panic_message(&*other), "a panic without a message");
     }
 
     #[test]

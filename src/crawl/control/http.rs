@@ -18,11 +18,12 @@ use hyper::{Method, Request, Response, StatusCode};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::actions::{parse_origin, Action, Refused, SiteAction};
-use super::rules::Rule;
+use super::actions::{parse_origin, Action, SiteAction};
 use super::Sampler;
 use crate::crawl::engine::Crawler;
 use crate::crawl::locks::Root;
+use crate::crawl::operator::rules::Rule;
+use crate::crawl::operator::Refused;
 
 /// The largest request body read.
 const MAX_BODY: usize = 64 * 1024;
@@ -64,6 +65,7 @@ pub(in crate::crawl) async fn serve(crawler: Arc<Crawler>) -> anyhow::Result<Opt
         .then(|| tokio::spawn(follow(crawler.clone())));
     let Some(listen) = crawler.profile.control.listen else {
         crawler
+            .desks
             .runlog
             .line("control endpoint: off ([control] listen = \"off\")");
         return Ok(follow.map(|f| Endpoint {
@@ -84,7 +86,7 @@ pub(in crate::crawl) async fn serve(crawler: Arc<Crawler>) -> anyhow::Result<Opt
         .join("control.json");
     write_control_file(&file, &url, &token)?;
     let remote = &crawler.profile.control.remote_reason;
-    crawler.runlog.line(&format!(
+    crawler.desks.runlog.line(&format!(
         "control endpoint: {url} (token in {}){}",
         file.display(),
         if remote.is_empty() {
@@ -116,11 +118,11 @@ async fn follow(crawler: Arc<Crawler>) {
     loop {
         tick.tick().await;
         if let Some(narrower) = crawler.operator.adopt_newer() {
-            let dropped = root.with(|key| crawler.steer_sched(key, narrower));
-            crawler.runlog.line(&format!(
+            let dropped = root.with(|key| super::actions::steer_sched(&crawler, key, narrower));
+            crawler.desks.runlog.line(&format!(
                 "operator: orders from another worker taken up ({}; {dropped} queued URLs \
                  dropped)",
-                super::summary(&crawler.operator.orders())
+                crate::crawl::operator::summary(&crawler.operator.orders())
             ));
         }
     }
@@ -208,11 +210,11 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Answer, I
     let method = req.method().clone();
     Ok(match (method, path.as_str()) {
         (Method::GET, "/api/status") => {
-            let value = blocking(shared, |c, key, s| Ok(c.status(key, s))).await;
+            let value = blocking(shared, |c, key, s| Ok(super::status::status(c, key, s))).await;
             answer_json(value)
         }
         (Method::GET, "/metrics") => {
-            let text = run_blocking(shared, |c, key, s| c.metrics(key, s)).await;
+            let text = run_blocking(shared, super::status::metrics).await;
             match text {
                 Ok(t) => text_answer(200, "text/plain; version=0.0.4; charset=utf-8", t),
                 Err(r) => refused(r.status, &r.message),
@@ -251,7 +253,7 @@ async fn post(shared: Arc<Shared>, path: &str, req: Request<Incoming>) -> Answer
         Ok(a) => a,
         Err(r) => return refused(r.status, &r.message),
     };
-    answer_json(blocking(shared, move |c, key, _| c.act(key, action)).await)
+    answer_json(blocking(shared, move |c, key, _| super::actions::act(c, key, action)).await)
 }
 
 /// The action a POST path and body ask for.

@@ -44,7 +44,7 @@ pub(in crate::crawl) struct Sampler {
 impl Sampler {
     /// Takes one sample of the crawl's counters now.
     pub(super) fn sample(&self, crawler: &Crawler, key: &mut Key<Free>) {
-        let (urls, fetched, bytes, errors) = crawler.with_journal(key, |j| {
+        let (urls, fetched, bytes, errors) = crawler.desks.with_journal(key, |j| {
             (
                 j.stats.lines(),
                 j.stats.fetched(),
@@ -123,160 +123,158 @@ struct Snapshot {
     paused: bool,
 }
 
-impl Crawler {
-    fn snapshot(&self, key: &mut Key<Free>) -> Snapshot {
-        let stats = self.with_journal(key, |j| j.stats.clone());
-        let (rows, queued) = self.with_sched(key, |s| {
-            (
-                s.site_rows(Instant::now(), SystemTime::now()),
-                s.total_queued(),
-            )
-        });
-        Snapshot {
-            stats,
-            rows,
-            queued,
-            running: self.running.load(Ordering::SeqCst),
-            paused: self.operator.paused(),
-        }
+fn snapshot(crawler: &Crawler, key: &mut Key<Free>) -> Snapshot {
+    let stats = crawler.desks.with_journal(key, |j| j.stats.clone());
+    let (rows, queued) = crawler.desks.with_sched(key, |s| {
+        (
+            s.site_rows(Instant::now(), SystemTime::now()),
+            s.total_queued(),
+        )
+    });
+    Snapshot {
+        stats,
+        rows,
+        queued,
+        running: crawler.desks.running.load(Ordering::SeqCst),
+        paused: crawler.operator.paused(),
     }
+}
 
-    /// `GET /api/status`.
-    pub(super) fn status(&self, key: &mut Key<Free>, sampler: &Sampler) -> Value {
-        let snap = self.snapshot(key);
-        let stats = &snap.stats;
-        let sites: Vec<Value> = snap.rows.iter().map(|r| site_json(r, stats)).collect();
-        let rate = |secs| {
-            let [urls, fetched, bytes, errors] = sampler.rates(Duration::from_secs(secs));
-            json!({ "urls": urls, "fetched": fetched, "bytes": bytes, "errors": errors })
+/// `GET /api/status`.
+pub(super) fn status(crawler: &Crawler, key: &mut Key<Free>, sampler: &Sampler) -> Value {
+    let snap = snapshot(crawler, key);
+    let stats = &snap.stats;
+    let sites: Vec<Value> = snap.rows.iter().map(|r| site_json(r, stats)).collect();
+    let rate = |secs| {
+        let [urls, fetched, bytes, errors] = sampler.rates(Duration::from_secs(secs));
+        json!({ "urls": urls, "fetched": fetched, "bytes": bytes, "errors": errors })
+    };
+    json!({
+        "crawl": crawler.profile.name,
+        "paused": snap.paused,
+        "totals": {
+            "urls": stats.lines(),
+            "fetched": stats.fetched(),
+            "archived": stats.archived,
+            "duplicates": stats.duplicates,
+            "bytes": stats.bytes,
+            "errors": stats.errors,
+            "retries": stats.retries,
+            "queued": snap.queued,
+            "in_flight": snap.running,
+            "not_fetched": stats.not_fetched,
+        },
+        "rates": { "10s": rate(10), "1m": rate(60), "10m": rate(600) },
+        "chart": sampler.chart(),
+        "sites": sites,
+        "orders": crawler.operator.orders(),
+        "worker": worker_label(),
+        "workers": crawler.operator.workers().unwrap_or_else(|| {
+            vec![json!({ "worker": worker_label(), "in_flight": snap.running })]
+        }),
+        "crawl_log": recent_lines(&crawler.profile.output_dir.join("crawl.log"), RECENT_LINES),
+    })
+}
+
+/// `GET /metrics`: Prometheus' text format (version 0.0.4).
+pub(super) fn metrics(crawler: &Crawler, key: &mut Key<Free>, sampler: &Sampler) -> String {
+    let snap = snapshot(crawler, key);
+    let st = &snap.stats;
+    let mut out = String::new();
+    let mut classes = std::collections::BTreeMap::new();
+    for (code, n) in &st.by_status {
+        let class = if *code >= 100 {
+            format!("{}xx", code / 100)
+        } else {
+            "not_fetched".to_string()
         };
-        json!({
-            "crawl": self.profile.name,
-            "paused": snap.paused,
-            "totals": {
-                "urls": stats.lines(),
-                "fetched": stats.fetched(),
-                "archived": stats.archived,
-                "duplicates": stats.duplicates,
-                "bytes": stats.bytes,
-                "errors": stats.errors,
-                "retries": stats.retries,
-                "queued": snap.queued,
-                "in_flight": snap.running,
-                "not_fetched": stats.not_fetched,
-            },
-            "rates": { "10s": rate(10), "1m": rate(60), "10m": rate(600) },
-            "chart": sampler.chart(),
-            "sites": sites,
-            "orders": self.operator.orders(),
-            "worker": worker_label(),
-            "workers": self.operator.workers().unwrap_or_else(|| {
-                vec![json!({ "worker": worker_label(), "in_flight": snap.running })]
-            }),
-            "crawl_log": recent_lines(&self.profile.output_dir.join("crawl.log"), RECENT_LINES),
-        })
+        *classes.entry(class).or_insert(0u64) += n;
     }
-
-    /// `GET /metrics`: Prometheus' text format (version 0.0.4).
-    pub(super) fn metrics(&self, key: &mut Key<Free>, sampler: &Sampler) -> String {
-        let snap = self.snapshot(key);
-        let st = &snap.stats;
-        let mut out = String::new();
-        let mut classes = std::collections::BTreeMap::new();
-        for (code, n) in &st.by_status {
-            let class = if *code >= 100 {
-                format!("{}xx", code / 100)
-            } else {
-                "not_fetched".to_string()
-            };
-            *classes.entry(class).or_insert(0u64) += n;
-        }
-        family(
-            &mut out,
-            "archiver_urls_total",
-            "counter",
-            "crawl.log lines (URLs) by status class.",
-        );
-        for (class, n) in &classes {
-            let _ = writeln!(out, "archiver_urls_total{{class=\"{class}\"}} {n}");
-        }
-        let counters = [
-            (
-                "archiver_fetched_total",
-                "URLs answered by a server.",
-                st.fetched(),
-            ),
-            (
-                "archiver_archived_total",
-                "Exchanges written to WARC files.",
-                st.archived,
-            ),
-            (
-                "archiver_bytes_total",
-                "Content bytes of the responses archived in full.",
-                st.bytes,
-            ),
-            (
-                "archiver_errors_total",
-                "Tries without an answer, and 5xx answers.",
-                st.errors,
-            ),
-            ("archiver_retries_total", "Tries queued again.", st.retries),
-        ];
-        for (name, help, n) in counters {
-            family(&mut out, name, "counter", help);
-            let _ = writeln!(out, "{name} {n}");
-        }
-        let gauges = [
-            ("archiver_queued", "URLs queued.", snap.queued as f64),
-            (
-                "archiver_in_flight",
-                "Requests in flight.",
-                snap.running as f64,
-            ),
-            (
-                "archiver_paused",
-                "1 while the operator has paused the crawl.",
-                f64::from(u8::from(snap.paused)),
-            ),
-        ];
-        for (name, help, v) in gauges {
-            family(&mut out, name, "gauge", help);
-            let _ = writeln!(out, "{name} {v}");
-        }
-        family(
-            &mut out,
-            "archiver_sites",
-            "gauge",
-            "Sites met in this run, by state.",
-        );
-        for (state, n) in site_states(&snap.rows) {
-            let _ = writeln!(out, "archiver_sites{{state=\"{state}\"}} {n}");
-        }
-        family(
-            &mut out,
-            "archiver_politeness_waits",
-            "gauge",
-            "Sites with work waiting, by why.",
-        );
-        for why in ["delay", "backoff", "retry-after", "refusals", "held", "dns"] {
-            let n = (snap.rows.iter())
-                .filter(|r| r.queued > 0 && r.waits == why)
-                .count();
-            let _ = writeln!(out, "archiver_politeness_waits{{reason=\"{why}\"}} {n}");
-        }
-        family(
-            &mut out,
-            "archiver_urls_per_second",
-            "gauge",
-            "crawl.log lines per second.",
-        );
-        for (label, secs) in [("10s", 10), ("1m", 60), ("10m", 600)] {
-            let r = sampler.rates(Duration::from_secs(secs))[0];
-            let _ = writeln!(out, "archiver_urls_per_second{{window=\"{label}\"}} {r}");
-        }
-        out
+    family(
+        &mut out,
+        "archiver_urls_total",
+        "counter",
+        "crawl.log lines (URLs) by status class.",
+    );
+    for (class, n) in &classes {
+        let _ = writeln!(out, "archiver_urls_total{{class=\"{class}\"}} {n}");
     }
+    let counters = [
+        (
+            "archiver_fetched_total",
+            "URLs answered by a server.",
+            st.fetched(),
+        ),
+        (
+            "archiver_archived_total",
+            "Exchanges written to WARC files.",
+            st.archived,
+        ),
+        (
+            "archiver_bytes_total",
+            "Content bytes of the responses archived in full.",
+            st.bytes,
+        ),
+        (
+            "archiver_errors_total",
+            "Tries without an answer, and 5xx answers.",
+            st.errors,
+        ),
+        ("archiver_retries_total", "Tries queued again.", st.retries),
+    ];
+    for (name, help, n) in counters {
+        family(&mut out, name, "counter", help);
+        let _ = writeln!(out, "{name} {n}");
+    }
+    let gauges = [
+        ("archiver_queued", "URLs queued.", snap.queued as f64),
+        (
+            "archiver_in_flight",
+            "Requests in flight.",
+            snap.running as f64,
+        ),
+        (
+            "archiver_paused",
+            "1 while the operator has paused the crawl.",
+            f64::from(u8::from(snap.paused)),
+        ),
+    ];
+    for (name, help, v) in gauges {
+        family(&mut out, name, "gauge", help);
+        let _ = writeln!(out, "{name} {v}");
+    }
+    family(
+        &mut out,
+        "archiver_sites",
+        "gauge",
+        "Sites met in this run, by state.",
+    );
+    for (state, n) in site_states(&snap.rows) {
+        let _ = writeln!(out, "archiver_sites{{state=\"{state}\"}} {n}");
+    }
+    family(
+        &mut out,
+        "archiver_politeness_waits",
+        "gauge",
+        "Sites with work waiting, by why.",
+    );
+    for why in ["delay", "backoff", "retry-after", "refusals", "held", "dns"] {
+        let n = (snap.rows.iter())
+            .filter(|r| r.queued > 0 && r.waits == why)
+            .count();
+        let _ = writeln!(out, "archiver_politeness_waits{{reason=\"{why}\"}} {n}");
+    }
+    family(
+        &mut out,
+        "archiver_urls_per_second",
+        "gauge",
+        "crawl.log lines per second.",
+    );
+    for (label, secs) in [("10s", 10), ("1m", 60), ("10m", 600)] {
+        let r = sampler.rates(Duration::from_secs(secs))[0];
+        let _ = writeln!(out, "archiver_urls_per_second{{window=\"{label}\"}} {r}");
+    }
+    out
 }
 
 fn family(out: &mut String, name: &str, kind: &str, help: &str) {

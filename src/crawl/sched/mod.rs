@@ -315,7 +315,7 @@ pub(super) struct Sched {
     dispatcher: Dispatcher,
     out: Outbox,
     /// The operator's orders (`control/`, `sched_steer.rs`).
-    steering: std::sync::Arc<super::control::Steering>,
+    steering: std::sync::Arc<super::operator::Steering>,
 }
 
 impl Sched {

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use super::{Clock, Job, Sched};
 use crate::crawl::candidates::Dropped;
-use crate::crawl::control::rules::OPERATOR;
-use crate::crawl::control::Steering;
+use crate::crawl::operator::rules::OPERATOR;
+use crate::crawl::operator::Steering;
 use crate::frontier::Candidate;
 use crate::logs::crawllog::status;
 
