@@ -416,6 +416,9 @@ fn crawl(path: PathBuf, patch: Option<&std::path::Path>) -> ExitCode {
     };
     let name = profile.name.clone();
     let out = profile.output_dir.clone();
+    let wacz = profile
+        .wacz
+        .then(|| archiver::commands::wacz::for_crawl(&profile));
     // The blocking pool runs name lookups (getaddrinfo) and the parsing of the rare big page.
     // tokio's default lets it grow to 512 threads, which a start with thousands of sites would
     // reach; each thread's allocator arena stays after it goes. 64 lookups at once is plenty.
@@ -450,6 +453,13 @@ fn crawl(path: PathBuf, patch: Option<&std::path::Path>) -> ExitCode {
             eprint!("{}", archiver::logs::report::colour_summary(&summary));
             if let Err(e) = std::fs::write(out.join("summary.txt"), &summary) {
                 eprintln!("archiver: cannot write summary.txt: {e}");
+            }
+            // Only a crawl that ended: an interrupted one is resumed, and would pack again.
+            if let (Some(opts), false) = (&wacz, stats.interrupted) {
+                if let Err(e) = archiver::commands::wacz::pack_crawl(opts) {
+                    eprintln!("archiver: {e:#}");
+                    return ExitCode::FAILURE;
+                }
             }
             // 130, as for any program stopped by Ctrl-C: scripts can tell an interrupted crawl
             // (resumable) from one that ended.

@@ -64,6 +64,47 @@ pub struct WaczOptions {
     pub main_page: Option<String>,
 }
 
+/// `[output] wacz = true`: what a crawl is packed as when it ends, `OUT/NAME.wacz` opening
+/// at its first seed.
+pub fn for_crawl(p: &crate::config::Profile) -> WaczOptions {
+    let name: String = p
+        .name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    WaczOptions {
+        crawl_dir: p.output_dir.clone(),
+        output: p.output_dir.join(format!("{name}.wacz")),
+        title: Some(p.name.clone()),
+        main_page: p.seeds.first().map(|s| s.to_string()),
+    }
+}
+
+/// Packs a crawl that ended ([`for_crawl`]) and says so in its run.log.
+pub fn pack_crawl(opts: &WaczOptions) -> anyhow::Result<WaczReport> {
+    let runlog = crate::logs::runlog::RunLog::open(&opts.crawl_dir.join("run.log"))?;
+    let output = opts.output.display();
+    match write(opts) {
+        Ok(r) => {
+            runlog.line(&format!(
+                "wacz: {output} ({} WARC files, {} pages, {} bytes)",
+                r.warcs, r.pages, r.bytes
+            ));
+            Ok(r)
+        }
+        Err(e) => {
+            runlog.line(&format!("wacz: cannot write {output}: {e}"));
+            anyhow::bail!("the crawl ended, but its WACZ could not be written: {e}")
+        }
+    }
+}
+
 /// What was packed.
 #[derive(Debug, Default)]
 pub struct WaczReport {

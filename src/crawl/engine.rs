@@ -223,7 +223,8 @@ impl Crawler {
     }
 
     /// The end of a run, its last WARC closed: the statistics, the run book, `report.json`, the
-    /// site book, run.log's last line and the WACZ.
+    /// site book and run.log's last line. (The WACZ, when the profile asks, is packed by the
+    /// command once the crawl has ended: `commands::wacz::pack_crawl`.)
     fn sum_up(&self, key: &mut Key<Free>) -> anyhow::Result<Stats> {
         let mut stats = self.desks.with_journal(key, |j| j.stats.clone());
         let wall = SystemTime::now();
@@ -264,10 +265,6 @@ impl Crawler {
         ));
         if let Some(why) = self.desks.with_journal(key, |j| j.fatal.take()) {
             anyhow::bail!("the crawl stopped: {why}");
-        }
-        // Only a crawl that ended: an interrupted one is resumed, and would pack again.
-        if self.profile.wacz && !stats.interrupted {
-            self.write_wacz()?;
         }
         Ok(stats)
     }
@@ -356,47 +353,6 @@ impl Crawler {
             self.desks
                 .runlog
                 .line(&format!("cannot write {}: {e}", path.display()));
-        }
-    }
-
-    /// `[output] wacz = true`: the crawl packed as `OUT/NAME.wacz`, opening at the first seed.
-    pub(super) fn write_wacz(&self) -> anyhow::Result<()> {
-        let p = &self.profile;
-        let name: String = p
-            .name
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || "-_.".contains(c) {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        let output = p.output_dir.join(format!("{name}.wacz"));
-        let opts = crate::commands::wacz::WaczOptions {
-            crawl_dir: p.output_dir.clone(),
-            output: output.clone(),
-            title: Some(p.name.clone()),
-            main_page: p.seeds.first().map(|s| s.to_string()),
-        };
-        match crate::commands::wacz::write(&opts) {
-            Ok(r) => {
-                self.desks.runlog.line(&format!(
-                    "wacz: {} ({} WARC files, {} pages, {} bytes)",
-                    output.display(),
-                    r.warcs,
-                    r.pages,
-                    r.bytes
-                ));
-                Ok(())
-            }
-            Err(e) => {
-                self.desks
-                    .runlog
-                    .line(&format!("wacz: cannot write {}: {e}", output.display()));
-                anyhow::bail!("the crawl ended, but its WACZ could not be written: {e}")
-            }
         }
     }
 }

@@ -102,6 +102,8 @@
 //! - the commit barrier's watch channel (`crawl/commits.rs`): a job awaits it holding no key
 //!   (the scheduler's lock is taken before and after, each time from the job's root);
 //! - run.log's file (`logs/runlog.rs`): one line written;
+//! - the site book's writer (`crawl/desks.rs`): one snapshot written (synced and renamed)
+//!   when it is newer than the last, outside every engine lock;
 //! - the progress line's rate samples (`logs/report.rs`, taken under the journal's lock when a
 //!   job ends) and its terminal bar: a sample added, a message drawn;
 //! - the DNS cache (`net/dns.rs`): a look-up or an insert, never across the lookup's `.await`;

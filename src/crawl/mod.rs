@@ -1,9 +1,11 @@
 //! The crawl engine: which site goes next, and the road of one URL through the crawler.
 //!
-//! One dispatcher (`driver`) asks the synchronous scheduler (`sched`, clock injected) for a
-//! politeness budget whose pause is over and spawns the next job of one of its sites; the job
-//! (`fetch`) fetches, reads the page, decides (`decide`, pure), writes at the archive desk
-//! (`writer`) and logs (`journal`). The map of this folder — every file, what it hands the next,
+//! One dispatcher (`driver`) asks the synchronous scheduler (`sched`, clock injected, the one
+//! owner of site state) for a politeness budget whose pause is over and spawns the next job of
+//! one of its sites; the job (`job`) goes one straight road over narrow ports: fetch (`fetch`),
+//! read the page (`page`, pure), decide (`decide`, pure), render or follow (`render_job`,
+//! `links`), make durable (`commits`), dispose (`disposition`: the archive desk, `writer`; the
+//! journal), pace (the scheduler's site rules). The map of this folder — every file, what it hands the next,
 //! and the engine's three locks and their order (`locks`) — is in `docs/design.md` ("Inside
 //! `crawl/`"), the one copy of it.
 

@@ -1,15 +1,17 @@
-//! The rules that change a site when the crawl hears from it: an answer (its pause, a
+//! The rules that change a site when the crawl hears from it — an answer (its pause, a
 //! `Retry-After` floor), a refusal (the count in a row, a suspension), no answer at all, the
-//! bytes archived. Each is one method of [`Sched`], so a site's state changes only here and in
-//! `mod.rs`; what must be told (run.log lines, the site book to save) goes to the outbox and is
-//! carried out by whoever holds the scheduler, once its lock is released.
+//! bytes archived — and what the reports read of the sites. Each rule is one method of
+//! [`Sched`], so a site's state changes only in the scheduler; what must be told (run.log
+//! lines, the site book to save) goes to the outbox and is carried out by whoever holds the
+//! scheduler, once its lock is released.
 
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use url::Url;
 
-use super::{Clock, Pace, Sched, Site};
+use super::{Clock, Pace, RoundRobin, Sched, Site};
 use crate::frontier::FrontierError;
+use crate::logs::report::Gauges;
 use crate::politeness::{self, Answer};
 
 /// What one answer tells the scheduler of its site.
@@ -204,5 +206,36 @@ impl Sched {
         if let Some(save) = self.book.snapshot() {
             self.out.book = Some(save);
         }
+    }
+
+    /// Where the sites stand, for the progress line.
+    pub(in crate::crawl) fn gauges(&self, active: usize, wall: SystemTime) -> Gauges {
+        let suspended = self
+            .away
+            .iter()
+            .filter(|o| {
+                self.sites
+                    .get(*o)
+                    .is_some_and(|s| s.refusals.suspended(wall))
+            })
+            .count();
+        let waiting: usize = self.budgets.values().map(RoundRobin::len).sum();
+        Gauges {
+            active,
+            waiting: waiting.saturating_sub(active),
+            suspended,
+            queued: self.frontier.total_queued(),
+        }
+    }
+
+    /// Sites left suspended with work, and until when (for the report).
+    pub(in crate::crawl) fn suspended_with_work(&self, wall: SystemTime) -> Vec<(String, u64)> {
+        let mut out = Vec::new();
+        for (origin, site) in &self.sites {
+            if site.refusals.suspended(wall) && self.frontier.queued(origin) > 0 {
+                out.push((origin.clone(), site.refusals.until.unwrap_or(0)));
+            }
+        }
+        out
     }
 }

@@ -17,7 +17,6 @@ use super::candidates::{self, Dropped};
 use super::commits::{Barrier, Commits};
 use crate::frontier::{Candidate, Frontier, FrontierError};
 use crate::logs::crawllog::status;
-use crate::logs::report::Gauges;
 use crate::logs::runlog::SiteBook;
 use crate::politeness::robots::Policy;
 use crate::politeness::{self, Answer, BudgetKind, Next, Refusals, Scheduler};
@@ -307,14 +306,14 @@ pub(super) struct Sched {
     /// Identical pages under ever-new URLs, per site (None: the rule is off).
     content_traps: Option<ContentTraps>,
     limits: Limits,
-    /// When a shared frontier was last looked at for other workers' work (`shared.rs`).
+    /// When a shared frontier was last looked at for other workers' work (`sched/shared.rs`).
     last_poll: Option<Instant>,
     /// When the frontier's changes are committed (`commits.rs`).
     commits: Commits,
     /// What the dispatcher was last told by `turn`.
     dispatcher: Dispatcher,
     out: Outbox,
-    /// The operator's orders (`control/`, `sched_steer.rs`).
+    /// The operator's orders (`crawl/operator/`, `sched/steer.rs`).
     steering: std::sync::Arc<super::operator::Steering>,
 }
 
@@ -793,26 +792,6 @@ impl Sched {
         }
     }
 
-    /// Where the sites stand, for the progress line.
-    pub(super) fn gauges(&self, active: usize, wall: SystemTime) -> Gauges {
-        let suspended = self
-            .away
-            .iter()
-            .filter(|o| {
-                self.sites
-                    .get(*o)
-                    .is_some_and(|s| s.refusals.suspended(wall))
-            })
-            .count();
-        let waiting: usize = self.budgets.values().map(RoundRobin::len).sum();
-        Gauges {
-            active,
-            waiting: waiting.saturating_sub(active),
-            suspended,
-            queued: self.frontier.total_queued(),
-        }
-    }
-
     /// A URL tried again later (a transient failure, a refusal).
     pub(super) fn retry_later(&mut self, origin: &str, candidate: Candidate, clock: Clock) {
         if let Err(e) = self.frontier.push_retry(origin, candidate) {
@@ -882,17 +861,6 @@ impl Sched {
     pub(super) fn target(&self, origin: &str, url: &Url) -> Option<SocketAddr> {
         let ip = self.sites.get(origin)?.ip()?;
         Some(SocketAddr::new(ip, url.port_or_known_default()?))
-    }
-
-    /// Sites left suspended with work, and until when (for the report).
-    pub(super) fn suspended_with_work(&self, wall: SystemTime) -> Vec<(String, u64)> {
-        let mut out = Vec::new();
-        for (origin, site) in &self.sites {
-            if site.refusals.suspended(wall) && self.frontier.queued(origin) > 0 {
-                out.push((origin.clone(), site.refusals.until.unwrap_or(0)));
-            }
-        }
-        out
     }
 }
 
