@@ -77,7 +77,8 @@ impl Desks {
     }
 
     /// Lock 1: lends the scheduler to `f`, then (the lock released) carries out what it left
-    /// to do: crawl.log lines for dropped URLs, run.log lines, name lookups, a stop, a wake-up.
+    /// to do: crawl.log lines for dropped URLs, run.log lines, name lookups, the site book's
+    /// save, a stop, a wake-up.
     pub(super) fn with_sched<R>(&self, key: &mut Key<Free>, f: impl FnOnce(&mut Sched) -> R) -> R {
         let (result, out) = self.sched.with(key, |s, _| {
             let result = f(s);

@@ -390,3 +390,90 @@ fn on_resume_urls_in_flight_but_archived_in_a_closed_warc_are_done_not_fetched_a
     let next = f.sched.frontier.pop(origin).unwrap().unwrap();
     assert_eq!(next.url.path(), "/c");
 }
+
+/// What a site's answer at the fixture's instant tells the scheduler.
+fn heard(f: &Fixture, status: u16, retry_after: Option<Duration>) -> Heard {
+    Heard {
+        end: f.clock.now,
+        took: Duration::from_millis(10),
+        status,
+        from_loopback: true,
+        retry_after,
+    }
+}
+
+#[test]
+fn a_retry_after_becomes_the_floor_saved_outside_the_lock_and_never_lowered() {
+    let mut f = Fixture::new(10);
+    assert!(f.seed(SITE));
+    f.resolve(SITE);
+    let normal = f.sched.record_answer(SITE, &heard(&f, 200, None));
+    assert!(f.sched.take_outbox().book.is_none(), "nothing to save yet");
+    let pace = f
+        .sched
+        .record_answer(SITE, &heard(&f, 503, Some(Duration::from_secs(40))));
+    assert_eq!(pace.base, Duration::from_secs(40));
+    assert!(matches!(pace.answer, Answer::Overloaded));
+    let out = f.sched.take_outbox();
+    assert!(
+        out.book.is_some(),
+        "the floor is saved at once, by the outbox's carrier"
+    );
+    assert!(
+        out.notes.iter().any(|n| n.contains("Retry-After 40.000 s")),
+        "{:?}",
+        out.notes
+    );
+    // A smaller Retry-After does not lower it; an ordinary answer keeps it.
+    f.sched
+        .record_answer(SITE, &heard(&f, 503, Some(Duration::from_secs(2))));
+    let later = f.sched.record_answer(SITE, &heard(&f, 200, None));
+    assert_eq!(later.base, Duration::from_secs(40).max(normal.base));
+    assert!(
+        f.sched.take_outbox().book.is_none(),
+        "an unchanged floor is not saved again"
+    );
+    let failed = f.sched.record_failure(SITE, f.clock.now);
+    assert_eq!(
+        failed.base,
+        Duration::from_secs(40),
+        "no answer waits the floor out too"
+    );
+}
+
+#[test]
+fn a_site_that_keeps_refusing_is_suspended_and_says_so() {
+    let mut f = Fixture::new(10);
+    assert!(f.seed(SITE));
+    f.resolve(SITE);
+    let threshold = f.sched.limits.politeness.refusals.threshold;
+    for n in 1..threshold {
+        let host = f.sched.record_refusal(SITE, Some("status:403"), f.clock);
+        assert_eq!(
+            host.as_deref(),
+            Some("a.example"),
+            "refusal {n} names the host"
+        );
+        assert!(
+            f.sched.take_outbox().notes.is_empty(),
+            "not suspended after {n}"
+        );
+    }
+    // A good answer in between starts the count again.
+    assert_eq!(f.sched.record_refusal(SITE, None, f.clock), None);
+    for _ in 1..threshold {
+        f.sched.record_refusal(SITE, Some("status:403"), f.clock);
+    }
+    assert!(f.sched.take_outbox().notes.is_empty());
+    f.sched.record_refusal(SITE, Some("status:403"), f.clock);
+    let out = f.sched.take_outbox();
+    assert!(out.book.is_some(), "a suspension is saved at once");
+    assert!(
+        out.notes
+            .iter()
+            .any(|n| n.contains("refusals in a row (last: status:403); leaving the site alone")),
+        "{:?}",
+        out.notes
+    );
+    assert_eq!(f.sched.suspended_with_work(f.clock.wall).len(), 1);
+}
