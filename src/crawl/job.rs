@@ -16,16 +16,18 @@ use super::decide::{self, Disposition};
 use super::desks::Desks;
 use super::disposition;
 use super::engine::Crawler;
-use super::fetch::{body_plan, pace_after, Request};
+use super::fetch::{body_plan, pace_after, Net, Request};
 use super::links::{Links, LINK_BATCH};
 use super::locks::{Free, Key, Root};
-use super::page::{self, Page};
+use super::page::{self, Page, PageRules};
 use super::sched::{Clock, Job, Pace};
 use crate::extract::Hop;
 use crate::frontier::Candidate;
 use crate::logs::runlog::panic_message;
 use crate::net::fetch::{BodyPlan, FetchError, Fetched};
 use crate::politeness::robots;
+use crate::recrawl::EarlierCaptures;
+use crate::scope::rules::ScopeRules;
 
 /// A page body at least this big (or compressed, so of any size once decoded: a gzip bomb is
 /// a few KB) is parsed, and a link list longer than [`LINK_BATCH`] queued, under
@@ -167,7 +169,13 @@ pub(super) async fn run_fetch(
     }
     candidate.attempts += 1;
     let retries_left = candidate.attempts <= crawler.profile.politeness.max_retries;
-    let fetched = fetch(crawler, root, origin, &candidate).await;
+    let asking = Asking {
+        send_referer: crawler.profile.send_referer,
+        rules: &crawler.rules,
+        earlier: &crawler.earlier,
+    };
+    let (net, desks) = (&crawler.net, &crawler.desks);
+    let fetched = fetch(net, desks, &asking, root, origin, &candidate).await;
     let mut f = match fetched {
         Ok(f) => f,
         Err(e) => {
@@ -181,8 +189,14 @@ pub(super) async fn run_fetch(
             return root.with(|key| fetch_failed(&crawler.desks, key, failed));
         }
     };
+    let reading = Reading {
+        page: crawler.page_rules(),
+        decide: decide::Rules {
+            max_retries: crawler.profile.politeness.max_retries,
+        },
+    };
     let (pace, page, mut disposition) =
-        root.with(|key| read_answer(crawler, key, origin, &candidate, &f));
+        root.with(|key| read_answer(desks, &reading, key, origin, &candidate, &f));
     if let (true, Disposition::Archive { notes }) = (is_sitemap(&candidate), &mut disposition) {
         // Queued before the record is written, as a page's links are (see `follow`).
         let note = root.with(|key| super::sitemap_links::follow(crawler, key, &candidate, &f));
@@ -235,25 +249,24 @@ fn is_sitemap(candidate: &Candidate) -> bool {
 /// validators making it conditional) and the body plan (a sitemap is read whatever its type:
 /// its locations are what it is fetched for).
 async fn fetch(
-    crawler: &Crawler,
+    net: &Net,
+    desks: &Desks,
+    asking: &Asking<'_>,
     root: &mut Root,
     origin: &str,
     candidate: &Candidate,
 ) -> Result<Fetched, FetchError> {
     let hop = crate::scope::rules::mime_hop(&candidate.path);
     // Seeds have no via; a discovered URL names the page it was found on.
-    let referer = candidate
-        .via
-        .as_ref()
-        .filter(|_| crawler.profile.send_referer);
+    let referer = candidate.via.as_ref().filter(|_| asking.send_referer);
     let sitemap = is_sitemap(candidate);
     let plan = |status: u16, headers: &hyper::HeaderMap| match sitemap {
         true => BodyPlan::Read { keep: true },
-        false => body_plan(&crawler.rules, hop, status, headers),
+        false => body_plan(asking.rules, hop, status, headers),
     };
     // A sitemap's request is conditional too: on a 304 its earlier copy is read (see
     // `sitemap_links::follow`).
-    let earlier = crawler.earlier.get(&candidate.url);
+    let earlier = asking.earlier.get(&candidate.url);
     let conditions = earlier.map(crate::recrawl::Earlier::conditions);
     let conditions = conditions.unwrap_or_default();
     let request = Request {
@@ -261,36 +274,46 @@ async fn fetch(
         referer,
         conditions: &conditions,
     };
-    let get = crawler.net.get(&crawler.desks, root, origin, request, plan);
-    get.await
+    net.get(desks, root, origin, request, plan).await
+}
+
+/// What the request of a URL is made of besides the URL: the profile's Referer rule, the
+/// rules of which bodies are read, an earlier crawl's validators.
+struct Asking<'a> {
+    send_referer: bool,
+    rules: &'a ScopeRules,
+    earlier: &'a EarlierCaptures,
+}
+
+/// The rules an answer is read and decided by.
+struct Reading<'a> {
+    page: PageRules<'a>,
+    decide: decide::Rules,
 }
 
 /// What an answer means: the pause it calls for, what the page offers (its bad
 /// `Location` logged, its refusal counted) and what `decide` makes of it.
 fn read_answer(
-    crawler: &Crawler,
+    desks: &Desks,
+    reading: &Reading<'_>,
     key: &mut Key<Free>,
     origin: &str,
     candidate: &Candidate,
     f: &Fetched,
 ) -> (Pace, Page, Disposition) {
-    let desks = &crawler.desks;
     let pace = pace_after(desks, key, origin, f);
     let encoded = f
         .header("content-encoding")
         .is_some_and(|e| !e.trim().eq_ignore_ascii_case("identity"));
     let big = f.payload.len() >= BIG_PAGE || encoded;
-    let (mut page, text_hash) = cpu_work(big, || page::read(f, &crawler.page_rules()));
+    let (mut page, text_hash) = cpu_work(big, || page::read(f, &reading.page));
     if let Some(hash) = text_hash {
         page.trap = desks.with_sched(key, |s| s.observe_text(origin, &f.url, hash));
     }
     if let Some(text) = &page.bad_location {
         desks.log_bad_location(key, candidate, text);
     }
-    let rules = decide::Rules {
-        max_retries: crawler.profile.politeness.max_retries,
-    };
-    let decision = decide::decide(f, &page, candidate.attempts, rules);
+    let decision = decide::decide(f, &page, candidate.attempts, reading.decide);
     note_refusal(desks, key, origin, f, decision.refusal.as_deref());
     (pace, page, decision.disposition)
 }
