@@ -2,7 +2,7 @@
 //! in Heritrix's order (scope rules, then the opt-out lists, then the URL trap rules).
 //!
 //! The judgement is pure: it reads the rules and returns a [`Verdict`]. Logging a drop is the
-//! caller's single job (`Crawler::log_drop`), so every URL not followed gets exactly one crawl.log
+//! caller's single job (`Desks::log_drop`), so every URL not followed gets exactly one crawl.log
 //! line, written in one place, whatever rule dropped it.
 
 use url::Url;

@@ -48,6 +48,8 @@ pub(super) struct Desks {
     stopping: AtomicBool,
     /// The last site book snapshot written (see `write_book`).
     book_written: Mutex<u64>,
+    /// A write of the site book failed.
+    book_failed: AtomicBool,
     /// Told every crawl.log line once the journal's lock is released (pages being rendered
     /// wait for the lines of their requests).
     watcher: std::sync::Arc<dyn LineWatcher>,
@@ -72,6 +74,7 @@ impl Desks {
             running: AtomicUsize::new(0),
             stopping: AtomicBool::new(false),
             book_written: Mutex::new(0),
+            book_failed: AtomicBool::new(false),
             watcher,
         }
     }
@@ -127,19 +130,30 @@ impl Desks {
         }
     }
 
-    /// Writes a snapshot of the site book unless a newer one was written already. The file
-    /// is synced and renamed here, under no engine lock: the book's own small lock orders
-    /// the writers.
+    /// Writes a snapshot of the site book unless a newer one was written already (two jobs'
+    /// snapshots may come in either order). Under no engine lock: only the desks' own mutex of
+    /// the last number written, a leaf (released before run.log hears of a failure). Such
+    /// writes are rare — a new `Retry-After` floor, a suspension, the end of a run.
     fn write_book(&self, save: crate::logs::runlog::BookSave) {
-        let mut last = self.book_written.lock().unwrap_or_else(|p| p.into_inner());
-        if save.seq <= *last {
-            return;
-        }
-        *last = save.seq;
-        if let Err(e) = save.write() {
+        let written = {
+            let mut last = self.book_written.lock().unwrap_or_else(|p| p.into_inner());
+            if save.seq <= *last {
+                return;
+            }
+            *last = save.seq;
+            save.write()
+        };
+        if let Err(e) = written {
+            // The book in memory is right; the run's last save writes it again.
+            self.book_failed.store(true, Ordering::SeqCst);
             self.runlog
                 .line(&format!("cannot save the site book: {e:#}"));
         }
+    }
+
+    /// A write of the site book failed during the run (its last save must be whole).
+    pub(super) fn book_failed(&self) -> bool {
+        self.book_failed.load(Ordering::SeqCst)
     }
 
     pub(super) fn stopped(&self) -> bool {

@@ -86,7 +86,7 @@ async fn dispatch(crawler: Arc<Crawler>, at_once: usize) {
             // The job's task: it starts holding nothing.
             let mut root = Root::new();
             let mut pace = super::job::run_caught(&crawler, &mut root, job, thread).await;
-            pace.base = super::control::steered_pause(&crawler, &origin, pace.base);
+            pace.base = crawler.operator.steering().pause(&origin, pace.base);
             crawler.desks.running.fetch_sub(1, Ordering::SeqCst);
             root.with(|key| release(&crawler, key, &budget, pace));
             take(&threads).push(thread);

@@ -253,7 +253,8 @@ impl Crawler {
         }
         self.write_report(key, &stats, true);
         stats.runs = self.desks.with_journal(key, |j| j.runs.runs.clone());
-        self.desks.with_sched(key, Sched::save_book_at_end);
+        let rewrite = self.desks.book_failed();
+        self.desks.with_sched(key, |s| s.save_book_at_end(rewrite));
         self.desks.runlog.line(&format!(
             "end ({outcome}): {} URLs in this run; whole crawl: {} fetched, {} archived, {} \
              suspended sites, {} URLs left queued",

@@ -4,7 +4,9 @@
 //! ([`page::read`], pure), [`decide`] (pure), the frontier's way in
 //! ([`Links`](super::links::Links)), the desks ([`Desks`](super::desks::Desks): scheduler,
 //! archive desk, journal) and the scheduler's site rules for the pause. Only this file knows
-//! the order; the crawler is opened up into its ports here and nowhere else on the road.
+//! the order, and opens the crawler up into those ports. The stages beside the road — the
+//! robots.txt job (`prereq.rs`), a sitemap's locations (`sitemap_links.rs`), a render
+//! (`render_job.rs`) — are entered with the crawler and open it up the same way.
 
 use std::panic::AssertUnwindSafe;
 use std::time::Instant;
@@ -19,8 +21,11 @@ use super::engine::Crawler;
 use super::fetch::{body_plan, pace_after, Net, Request};
 use super::links::{Links, LINK_BATCH};
 use super::locks::{Free, Key, Root};
+use super::operator::rules::OPERATOR;
+use super::operator::Steering;
 use super::page::{self, Page, PageRules};
 use super::sched::{Clock, Job, Pace};
+use super::sitemaps::is_sitemap;
 use crate::extract::Hop;
 use crate::frontier::Candidate;
 use crate::logs::runlog::panic_message;
@@ -164,7 +169,8 @@ pub(super) async fn run_fetch(
     thread: usize,
 ) -> Pace {
     // An exclusion sent while the job was on its way: dropped, as if it had been queued.
-    if root.with(|key| super::control::dropped_by_operator(crawler, key, &candidate)) {
+    let steering = crawler.operator.steering();
+    if root.with(|key| dropped_by_operator(&crawler.desks, &steering, key, &candidate)) {
         return Pace::idle();
     }
     candidate.attempts += 1;
@@ -241,8 +247,22 @@ pub(super) async fn run_fetch(
     pace
 }
 
-fn is_sitemap(candidate: &Candidate) -> bool {
-    super::sitemaps::is_sitemap(candidate)
+/// True when an order now covers a URL taken up before it came: dropped with its line and
+/// settled in the frontier (the job sends nothing).
+fn dropped_by_operator(
+    desks: &Desks,
+    steering: &Steering,
+    key: &mut Key<Free>,
+    c: &Candidate,
+) -> bool {
+    let Some(rule) = steering.covers(&c.url) else {
+        return false;
+    };
+    let extra = Some(serde_json::json!({ "operator": rule }));
+    let status = crate::logs::crawllog::status::OUT_OF_SCOPE;
+    desks.log_dropped(key, c, status, OPERATOR, extra);
+    desks.finished(key, &c.url);
+    true
 }
 
 /// The fetch step: the request as the profile has it (the Referer, an earlier crawl's

@@ -13,8 +13,8 @@
 //!   a task or thread starts holding nothing, and lent by [`Root::with`] to one synchronous
 //!   stretch. Every engine method that locks takes that `&mut Key<Free>` from its caller, so
 //!   none can be called from inside a lock's closure (the caller's key is borrowed there). The
-//!   `Crawler`'s `with_sched` and `with_journal` lend their closures no key: the engine never
-//!   holds two of its locks at once.
+//!   desks' `with_sched` and `with_journal` (`crawl/desks.rs`) lend their closures no key: the
+//!   engine never holds two of its locks at once.
 //! - A key is not `Send` and lives only inside [`Root::with`]'s closure, so it is never held
 //!   across an `.await`; an async function takes its task's `&mut Root` instead (a root is
 //!   `Send`) and borrows a key from it for each stretch that locks.
@@ -103,7 +103,14 @@
 //!   (the scheduler's lock is taken before and after, each time from the job's root);
 //! - run.log's file (`logs/runlog.rs`): one line written;
 //! - the site book's writer (`crawl/desks.rs`): one snapshot written (synced and renamed)
-//!   when it is newer than the last, outside every engine lock;
+//!   when it is newer than the last, outside every engine lock, released before run.log
+//!   hears of a failure;
+//! - the operator's orders and their compiled steering (`crawl/operator/`): an order changed
+//!   and saved (its file, a shared crawl's database row) under the orders' mutex, which no
+//!   engine lock is held with; the steering's read lock only to clone an `Arc` (the scheduler
+//!   does that under its own lock, a leaf under a lock);
+//! - the sitemaps' `lastmod`s (`crawl/sitemaps.rs`) and the DOM-link counts per site
+//!   (`crawl/dom_links.rs`): an insert, a removal or a count;
 //! - the progress line's rate samples (`logs/report.rs`, taken under the journal's lock when a
 //!   job ends) and its terminal bar: a sample added, a message drawn;
 //! - the DNS cache (`net/dns.rs`): a look-up or an insert, never across the lookup's `.await`;

@@ -5,9 +5,9 @@
 //! one of its sites; the job (`job`) goes one straight road over narrow ports: fetch (`fetch`),
 //! read the page (`page`, pure), decide (`decide`, pure), render or follow (`render_job`,
 //! `links`), make durable (`commits`), dispose (`disposition`: the archive desk, `writer`; the
-//! journal), pace (the scheduler's site rules). The map of this folder — every file, what it hands the next,
-//! and the engine's three locks and their order (`locks`) — is in `docs/design.md` ("Inside
-//! `crawl/`"), the one copy of it.
+//! journal), pace (the scheduler's site rules). The map of this folder — every file, what it
+//! hands the next, and the engine's three locks and their order (`locks`) — is in
+//! `docs/design.md` ("Inside `crawl/`"), the one copy of it.
 
 mod admission;
 mod archived;
@@ -52,6 +52,8 @@ pub enum Ended {
 }
 
 /// Runs the crawl a profile describes, to the end. Returns the whole crawl's statistics.
+/// `[output] wacz` is the caller's to honour once the crawl has ended
+/// (`commands::wacz::pack_crawl`, as `archiver crawl` does).
 pub async fn run(profile: Profile) -> anyhow::Result<Ended> {
     run_patched(profile, Vec::new()).await
 }

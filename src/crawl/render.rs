@@ -1,17 +1,9 @@
-//! The crawl's side of rendering: which pages go to the browser, and the browser's requests
-//! taken through the road of any URL.
-//!
-//! A page that [`browser::looks_empty`] (within `max_share`) is not disposed of by its own job:
-//! the job gives its budget back and the page, its answer held, goes to a render task. While it
-//! renders, each request the browser makes is judged as an embed of the page (hop `E`, the page
-//! as via), queued on its site and fetched by an ordinary job — robots.txt first for a new site,
-//! the site's and server's pacing, the address guard, the exact-bytes fetcher, a WARC record and
-//! a crawl.log line — and its answer, read back from that record, handed to the browser when
-//! that job has logged it. A URL already fetched in this crawl, in this run or an earlier one,
-//! is answered from its record at once (see [`crate::browser::readback`]; the page itself from its own
-//! fetch) and never asked of its server again. What the browser refuses by itself (pop-ups,
-//! WebSockets, POST, service workers) gets a crawl.log line too. Once the network is idle the rendered DOM's links and meta
-//! robots join the page's, and the page is disposed of as any other, marked `rendered`.
+//! The rendering's state: its settings, the browser (started on the first page that needs
+//! it), the render tasks' queue, the ledger of what the crawl settled (read back from crawl.log
+//! when the first page goes to the browser) and the book of browser requests waiting for their
+//! URL's crawl.log line. Which pages go to the browser is [`Rendering::wants`]. The stage that
+//! renders a page and takes its browser's requests through the road of any URL is
+//! `render_job.rs`.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -365,7 +357,10 @@ impl Rendering {
     }
 
     /// The browser, started on first use; None when it cannot be (said once in run.log).
-    async fn browser(&self, runlog: &crate::logs::runlog::RunLog) -> Option<Arc<Browser>> {
+    pub(super) async fn browser(
+        &self,
+        runlog: &crate::logs::runlog::RunLog,
+    ) -> Option<Arc<Browser>> {
         let exe = self.executable.clone()?;
         let browser = self
             .browser
@@ -443,14 +438,6 @@ impl Rendering {
                 }
             }
         });
-    }
-
-    /// The browser, started on first use (None: there is none, or it would not start).
-    pub(super) async fn the_browser(
-        &self,
-        runlog: &crate::logs::runlog::RunLog,
-    ) -> Option<Arc<Browser>> {
-        self.browser(runlog).await
     }
 
     /// Stops the browser, if it was started.

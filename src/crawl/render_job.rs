@@ -34,7 +34,7 @@ pub(super) async fn render_later(crawler: &Crawler, root: &mut Root, job: Render
 
 /// Renders one page and disposes of it.
 async fn render(crawler: Arc<Crawler>, job: RenderJob) {
-    let result = match crawler.rendering.the_browser(&crawler.desks.runlog).await {
+    let result = match crawler.rendering.browser(&crawler.desks.runlog).await {
         None => Err("no browser".to_string()),
         Some(browser) => {
             let timeout = crawler.rendering.timeout();

@@ -13,7 +13,7 @@ use std::sync::Mutex;
 
 use url::Url;
 
-use crate::extract::sitemap::{self};
+use crate::extract::sitemap;
 use crate::frontier::Candidate;
 
 /// The path letter of a sitemap file.
@@ -71,7 +71,7 @@ pub(super) fn is_nested(c: &Candidate) -> bool {
 }
 
 /// Named by robots.txt (or at the root): its entries may be of the robots.txt's host too.
-pub(super) fn named_by_robots(c: &Candidate) -> bool {
+fn named_by_robots(c: &Candidate) -> bool {
     c.path == "PS"
 }
 

@@ -270,34 +270,3 @@ pub(in crate::crawl) fn steer_sched(crawler: &Crawler, key: &mut Key<Free>, drop
     crawler.desks.wake.notify_one();
     dropped
 }
-
-/// True when an order now covers a URL taken up before it came: dropped with its line and
-/// settled in the frontier (the job sends nothing).
-pub(in crate::crawl) fn dropped_by_operator(
-    crawler: &Crawler,
-    key: &mut Key<Free>,
-    c: &Candidate,
-) -> bool {
-    let Some(rule) = crawler.operator.steering().covers(&c.url) else {
-        return false;
-    };
-    let extra = Some(json!({ "operator": rule }));
-    let status = crate::logs::crawllog::status::OUT_OF_SCOPE;
-    crawler.desks.log_dropped(
-        key,
-        c,
-        status,
-        crate::crawl::operator::rules::OPERATOR,
-        extra,
-    );
-    crawler.desks.finished(key, &c.url);
-    true
-}
-
-/// The operator's delay for a site, if it is longer than the pause a job asked for.
-pub(in crate::crawl) fn steered_pause(crawler: &Crawler, origin: &str, base: Duration) -> Duration {
-    match crawler.operator.steering().delay(origin) {
-        Some(d) if d > base => d,
-        _ => base,
-    }
-}

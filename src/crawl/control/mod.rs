@@ -15,6 +15,5 @@ mod actions;
 mod http;
 mod status;
 
-pub(super) use actions::{dropped_by_operator, steered_pause};
 pub(super) use http::{serve, Endpoint};
 pub(super) use status::Sampler;

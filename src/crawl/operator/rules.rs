@@ -137,6 +137,15 @@ impl Steering {
         !self.held.is_empty()
     }
 
+    /// The pause before a site's next request: the operator's delay for it when that is
+    /// longer than the pause its last answer asked for.
+    pub(crate) fn pause(&self, origin: &str, asked: Duration) -> Duration {
+        match self.delay(origin) {
+            Some(d) if d > asked => d,
+            _ => asked,
+        }
+    }
+
     /// The operator's delay for a site, if set.
     pub(crate) fn delay(&self, origin: &str) -> Option<Duration> {
         self.delays.get(origin).copied()

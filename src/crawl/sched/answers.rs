@@ -29,7 +29,7 @@ pub(in crate::crawl) struct Heard {
 }
 
 /// 429 and 5xx slow the budget down; everything else is a normal answer.
-pub(in crate::crawl) fn answer_of(status: u16) -> Answer {
+fn answer_of(status: u16) -> Answer {
     if status == 429 || status >= 500 {
         Answer::Overloaded
     } else {
@@ -75,7 +75,7 @@ impl Sched {
         let refusals = site.refusals.clone();
         self.share_facts(origin, &refusals, Some(retry_after));
         self.book.set_retry_after(origin, retry_after);
-        self.save_book();
+        self.queue_book_save();
         self.note(format!(
             "{origin}: Retry-After {:.3} s: the pause between requests to this site from now on",
             retry_after.as_secs_f64()
@@ -131,7 +131,7 @@ impl Sched {
             // The suspension starts a new count, for every worker.
             self.shared_streak(origin, false);
             // Saved at once, as a floor is: a crash must not send us straight back.
-            self.save_book();
+            self.queue_book_save();
             self.note(format!(
                 "{origin}: {threshold} refusals in a row (last: {}); leaving the site alone \
                  until {} (round {}, then {}x slower)",
@@ -195,14 +195,17 @@ impl Sched {
         )
     }
 
-    /// The crawl's last save of the site book: taken whole, whatever an earlier write did.
-    pub(in crate::crawl) fn save_book_at_end(&mut self) {
-        self.book.touch();
-        self.save_book();
+    /// The crawl's last save of the site book: when it changed since the last snapshot, or
+    /// whatever changed when an earlier write failed (`rewrite`).
+    pub(in crate::crawl) fn save_book_at_end(&mut self, rewrite: bool) {
+        if rewrite {
+            self.book.touch();
+        }
+        self.queue_book_save();
     }
 
     /// The site book goes to disk, once the lock is released (the outbox carries it).
-    pub(in crate::crawl) fn save_book(&mut self) {
+    fn queue_book_save(&mut self) {
         if let Some(save) = self.book.snapshot() {
             self.out.book = Some(save);
         }

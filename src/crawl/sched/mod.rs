@@ -1,10 +1,13 @@
 //! The scheduler: which site's job goes next, and what each site knows about itself.
 //!
 //! Synchronous and clock-injected (like `politeness::Scheduler`, which it drives): every
-//! method takes the instant it runs at, touches no file, task or socket, and leaves what only
-//! the engine can do (a crawl.log line for a dropped URL, a run.log line, a name lookup, a
-//! stop) in its [`Outbox`]. The engine takes the outbox after releasing the lock, so logging
-//! never happens under the scheduler lock and every drop is logged in one place.
+//! method takes the instant it runs at, touches no file but its frontier's, no task or socket,
+//! and leaves what it cannot do under its lock (a crawl.log line for a dropped URL, a run.log
+//! line, a name lookup, the site book's save, a stop, a wake-up) in its [`Outbox`]. The desks
+//! (`crawl/desks.rs`) carry the outbox out after releasing the lock, so logging never happens
+//! under the scheduler lock and every drop is logged in one place. It is the one owner of
+//! site state: its fields are private, and each rule that changes a site is one method
+//! (`answers.rs`, `prereq.rs`, `shared.rs`, `steer.rs`).
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::{IpAddr, SocketAddr};

@@ -16,7 +16,7 @@ use crate::politeness::Refusals;
 
 /// How often a worker looks at the shared frontier for work queued by others and for dead
 /// workers' URLs, and the longest it sleeps without looking.
-pub(in crate::crawl) const POLL_EVERY: Duration = Duration::from_secs(1);
+pub(super) const POLL_EVERY: Duration = Duration::from_secs(1);
 
 /// How long to leave a budget another worker holds: about its politeness floor (it cannot be
 /// free sooner than one pause after its holder's answer), with some spread so workers do not
@@ -31,7 +31,7 @@ impl Sched {
     /// Before a job of `budget`: None when this worker holds the budget and may go now, else
     /// the instant to ask again (the budget's stored pause is not over, or another worker
     /// holds it; the lease is kept while waiting out a pause).
-    pub(in crate::crawl) fn lease_wait(&mut self, budget: &str, now: Instant) -> Option<Instant> {
+    pub(super) fn lease_wait(&mut self, budget: &str, now: Instant) -> Option<Instant> {
         if !self.frontier.shared() {
             return None;
         }
@@ -62,7 +62,7 @@ impl Sched {
     /// After a job of `budget` (or a lease that found nothing to do): the budget goes back to
     /// the database with the pause before its next request and its backoff (written with the
     /// commit that follows).
-    pub(in crate::crawl) fn give_back(&mut self, budget: &str, pause: Duration) {
+    pub(super) fn give_back(&mut self, budget: &str, pause: Duration) {
         if self.frontier.shared() {
             let backoff = self.backoff.get(budget).copied().unwrap_or_default();
             if let Err(e) = self.frontier.give_back(budget, pause, backoff) {
@@ -72,7 +72,7 @@ impl Sched {
     }
 
     /// A budget leased for a job that turned out to have nothing to fetch: back at once.
-    pub(in crate::crawl) fn give_back_unused(&mut self, budget: &str, now: Instant) {
+    pub(super) fn give_back_unused(&mut self, budget: &str, now: Instant) {
         if self.frontier.shared() {
             self.give_back(budget, Duration::ZERO);
             self.commit(now);
@@ -81,7 +81,7 @@ impl Sched {
 
     /// A site's refusals in a row across workers, after counting this answer (None: the
     /// frontier is not shared, and the site's own count is all there is).
-    pub(in crate::crawl) fn shared_streak(&mut self, origin: &str, refused: bool) -> Option<u32> {
+    pub(super) fn shared_streak(&mut self, origin: &str, refused: bool) -> Option<u32> {
         if !self.frontier.shared() {
             return None;
         }
@@ -97,11 +97,7 @@ impl Sched {
     /// A site's robots.txt as another worker fetched it within its validity, read for this
     /// crawl's product token, so this worker does not ask the server again (RFC 9309 lets a
     /// crawler cache robots.txt for 24 hours; the workers of one crawl are one crawler).
-    pub(in crate::crawl) fn robots_from_others(
-        &mut self,
-        origin: &str,
-        now: Instant,
-    ) -> Option<Policy> {
+    pub(super) fn robots_from_others(&mut self, origin: &str, now: Instant) -> Option<Policy> {
         if !self.frontier.shared() {
             return None;
         }
@@ -137,7 +133,7 @@ impl Sched {
 
     /// At most every [`POLL_EVERY`]: sites with work queued by other workers (and dead
     /// workers' URLs, queued again) are scheduled here too.
-    pub(in crate::crawl) fn poll_shared(&mut self, clock: super::Clock) {
+    pub(super) fn poll_shared(&mut self, clock: super::Clock) {
         let now = clock.now;
         if !self.frontier.shared() || self.last_poll.is_some_and(|t| now < t + POLL_EVERY) {
             return;
@@ -171,7 +167,7 @@ impl Sched {
     }
 
     /// Tells the other workers about a site's new suspension or `Retry-After` floor.
-    pub(in crate::crawl) fn share_facts(
+    pub(super) fn share_facts(
         &mut self,
         origin: &str,
         refusals: &Refusals,
@@ -192,7 +188,7 @@ impl Sched {
 
     /// A site met for the first time: what other workers recorded about it counts too (the
     /// later suspension, the larger round and floor).
-    pub(in crate::crawl) fn merge_facts(
+    pub(super) fn merge_facts(
         &mut self,
         origin: &str,
         refusals: &mut Refusals,
@@ -214,7 +210,7 @@ impl Sched {
 
     /// When this worker has nothing left: with a shared frontier the crawl is over only when
     /// nothing is queued or in flight for any worker; until then, when to look again.
-    pub(in crate::crawl) fn shared_not_over(&mut self, now: Instant) -> Option<Instant> {
+    pub(super) fn shared_not_over(&mut self, now: Instant) -> Option<Instant> {
         if !self.frontier.shared() {
             return None;
         }
@@ -229,7 +225,7 @@ impl Sched {
     }
 
     /// A shared crawl's worker never sleeps past the next poll.
-    pub(in crate::crawl) fn cap_wait(&self, at: Option<Instant>, now: Instant) -> Option<Instant> {
+    pub(super) fn cap_wait(&self, at: Option<Instant>, now: Instant) -> Option<Instant> {
         if !self.frontier.shared() {
             return at;
         }

@@ -52,7 +52,7 @@ impl Sched {
     }
 
     /// The crawl.log line of a URL an order covers, if one does.
-    pub(in crate::crawl) fn excluded(&self, c: &Candidate) -> Option<Dropped> {
+    pub(super) fn excluded(&self, c: &Candidate) -> Option<Dropped> {
         let rule = self.steering.covers(&c.url)?;
         Some(Dropped {
             candidate: c.clone(),

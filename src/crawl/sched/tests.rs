@@ -119,7 +119,7 @@ fn a_new_site_resolves_then_fetches_robots_txt_then_its_pages() {
     assert!(matches!(&job, Job::Robots { origin } if origin == SITE));
     f.robots(SITE, "User-agent: *\nDisallow:\n");
     let pace = f.pace(Duration::ZERO);
-    f.sched.release(&budget, pace, 0, Instant::now());
+    f.sched.release(&budget, pace, 0, f.clock.now);
     let (_, job) = go(f.turn());
     let Job::Fetch { candidate, .. } = job else {
         panic!("expected the seed");
@@ -137,7 +137,7 @@ fn a_released_budget_waits_out_its_pause() {
     f.robots(SITE, "");
     let pause = Duration::from_secs(5);
     let pace = f.pace(pause);
-    f.sched.release(&budget, pace, 0, Instant::now());
+    f.sched.release(&budget, pace, 0, f.clock.now);
     assert!(f.sched.take_outbox().wake, "a release wakes the dispatcher");
     let Turn::Wait(Some(at)) = f.turn() else {
         panic!("expected a wait");
@@ -172,7 +172,7 @@ fn the_dispatcher_is_woken_only_when_its_wait_may_change() {
     // `a` goes back with a pause: the dispatcher, last seen starting jobs, is woken.
     f.sched.take_outbox();
     f.sched
-        .release(&a, f.pace(Duration::from_secs(5)), 1, Instant::now());
+        .release(&a, f.pace(Duration::from_secs(5)), 1, f.clock.now);
     assert!(f.sched.take_outbox().wake);
     let Turn::Wait(Some(until)) = f.turn() else {
         panic!("expected a wait for a");
@@ -186,7 +186,7 @@ fn the_dispatcher_is_woken_only_when_its_wait_may_change() {
     );
     // `b` comes back due after the dispatcher wakes anyway: no wake-up.
     f.sched
-        .release(&b, f.pace(Duration::from_secs(10)), 0, Instant::now());
+        .release(&b, f.pace(Duration::from_secs(10)), 0, f.clock.now);
     assert!(
         !f.sched.take_outbox().wake,
         "asleep until a's turn, before b's"
@@ -196,8 +196,7 @@ fn the_dispatcher_is_woken_only_when_its_wait_may_change() {
     let (again, _) = go(f.turn());
     assert_eq!(again, a);
     assert!(matches!(f.turn(), Turn::Wait(Some(_))));
-    f.sched
-        .release(&a, f.pace(Duration::ZERO), 0, Instant::now());
+    f.sched.release(&a, f.pace(Duration::ZERO), 0, f.clock.now);
     assert!(
         f.sched.take_outbox().wake,
         "due before the dispatcher would look"
@@ -213,7 +212,7 @@ fn urls_robots_txt_forbids_are_dropped_without_a_request() {
     let (budget, _) = go(f.turn());
     f.robots(SITE, "User-agent: *\nDisallow: /private/\n");
     let pace = f.pace(Duration::ZERO);
-    f.sched.release(&budget, pace, 0, Instant::now());
+    f.sched.release(&budget, pace, 0, f.clock.now);
     let (_, job) = go(f.turn());
     let Job::Fetch { candidate, .. } = job else {
         panic!("expected a fetch");
@@ -294,7 +293,7 @@ fn robots_txt_unavailable_too_often_gives_the_site_up() {
         assert!(matches!(job, Job::Robots { .. }));
         let mut pace = f.pace(Duration::ZERO);
         f.sched.settle_robots(SITE, SITE, None, &mut pace, f.clock);
-        f.sched.release(&budget, pace, 0, Instant::now());
+        f.sched.release(&budget, pace, 0, f.clock.now);
         f.clock.now += Duration::from_secs(120);
     }
     // Given up: the queued seed is dropped as a failed prerequisite, and nothing is left.
@@ -338,7 +337,7 @@ fn a_robots_txt_redirected_elsewhere_waits_for_the_other_servers_budget() {
     };
     f.sched.hand_off_robots(chase, f.clock);
     let pace = f.pace(Duration::ZERO);
-    f.sched.release(&budget, pace, 0, Instant::now());
+    f.sched.release(&budget, pace, 0, f.clock.now);
     // The owner fetches nothing while it waits; the other site resolves, then runs the chase.
     f.resolve("http://b.example");
     let (other, job) = go(f.turn());
@@ -354,7 +353,7 @@ fn a_robots_txt_redirected_elsewhere_waits_for_the_other_servers_budget() {
         &mut pace,
         clock,
     );
-    f.sched.release(&other, pace, 0, Instant::now());
+    f.sched.release(&other, pace, 0, f.clock.now);
     let (_, job) = go(f.turn());
     assert!(matches!(job, Job::Fetch { origin, .. } if origin == SITE));
 }
