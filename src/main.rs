@@ -399,7 +399,7 @@ mod exit {
 
 /// The async worker threads a crawl runs on unless TOKIO_WORKER_THREADS says otherwise (see
 /// `crawl`).
-const WORKERS: usize = 1;
+const WORKERS: usize = 2;
 
 fn crawl(path: PathBuf, patch: Option<&std::path::Path>) -> ExitCode {
     let profile = match load(&path) {
@@ -424,14 +424,16 @@ fn crawl(path: PathBuf, patch: Option<&std::path::Path>) -> ExitCode {
     // reach; each thread's allocator arena stays after it goes. 64 lookups at once is plenty.
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     builder.enable_all().max_blocking_threads(64);
-    // One async worker. A crawl's CPU is small pieces of work between network events, and
-    // every worker beyond the first mostly wakes up, finds little and goes back to sleep, which
-    // costs more than the work it takes over (thread wake-ups were a third of the CPU samples).
-    // On two cores, one worker against two: at 10,000 sites 0.141 ms of CPU per request against
-    // 0.20 ms (30% of a core); at 30,000 sites 0.157 ms against 0.239 ms, 5,800 fetches/s
-    // against 5,106 of the 6,000 the sites allow (tools/bench/RESULTS.md, "Many sites: one async
-    // worker"). Blocking work (a big record, a big page, name lookups) still runs beside it, on
-    // the blocking pool.
+    // Two async workers, so a crawl can use two cores. Issue 15 chose one (in the steady
+    // state of `many_sites.sh`, every worker beyond the first mostly woke up, found little
+    // and went back to sleep: 0.141 against 0.20 ms of CPU a request at 10,000 sites,
+    // tools/bench/RESULTS.md "Many sites: one async worker"); but the start of a many-sites
+    // crawl is bound by one core: 10,000 robots.txt and 10,000 first pages due at once. At
+    // that start (`tools/bench/nginx_sites.sh single 10000`, idle machine) two workers took
+    // efficiency from 0.918 to 0.933 for 0.226 against 0.190 ms of CPU a request, and at
+    // 30,000 sites the crawl needs both cores (tools/bench/RESULTS-scale.md, issue 25).
+    // Blocking work (a big record, a big page, name lookups) still runs beside them, on the
+    // blocking pool.
     // TOKIO_WORKER_THREADS, when set, decides instead.
     if std::env::var_os("TOKIO_WORKER_THREADS").is_none() {
         builder.worker_threads(WORKERS);

@@ -27,8 +27,9 @@ use futures_util::task::AtomicWaker;
 use tokio::sync::Notify;
 
 /// Jobs held up inside the crawler at most before the dispatcher waits. A few hundred keep
-/// every worker busy (a job also waits for the frontier's group commit, up to 5 ms, and for the
-/// archive desk's lock) at a few tens of KB each.
+/// every worker busy (a job also waits for the archive desk's lock) at a few tens of KB each. A
+/// job waiting for the frontier's group commit is not held: that wait is bounded by the
+/// commit window (`commits::GROUP_WINDOW`), like a wait for a server by its timeout.
 pub(super) const HELD_MAX: usize = 256;
 
 /// The count of held jobs, shared by the dispatcher and every job's future.

@@ -204,7 +204,8 @@ impl Desks {
         else {
             return;
         };
-        if !wait(ticket, deadline, told).await {
+        // Out of the admission's count while it waits (see `commits::GROUP_WINDOW`).
+        if !super::admission::remote(wait(ticket, deadline, told)).await {
             root.with(|key| self.with_sched(key, |s| s.settle(ticket, Instant::now())));
         }
     }

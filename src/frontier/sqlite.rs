@@ -399,8 +399,10 @@ impl SqliteFrontier {
 
     fn begin(&mut self, doing: &str) -> Result<(), FrontierError> {
         if !self.in_tx {
+            // Cached, as every statement of a change: parsed once, not once per commit.
             self.conn
-                .execute_batch("BEGIN IMMEDIATE")
+                .prepare_cached("BEGIN IMMEDIATE")
+                .and_then(|mut s| s.execute([]))
                 .map_err(|e| db_error(&self.path, doing, &e))?;
             self.in_tx = true;
         }
@@ -595,9 +597,7 @@ impl SqliteFrontier {
                 )?;
             }
         }
-        self.conn
-            .execute_batch("COMMIT")
-            .map_err(self.sql("cannot commit"))?;
+        self.exec("cannot commit", "COMMIT", [])?;
         self.in_tx = false;
         for origin in std::mem::take(&mut self.dirty) {
             if let Some(s) = self.sites.get_mut(&origin) {
@@ -670,6 +670,15 @@ fn configure(conn: &Connection) -> rusqlite::Result<()> {
     conn.pragma_update(None, "journal_size_limit", 64i64 << 20)?;
     conn.pragma_update(None, "cache_size", -CACHE_KIB)?;
     conn.set_prepared_statement_cache_capacity(32);
+    // The query planner's stability guarantee: a statement's plan never depends on the values
+    // bound to it. Without it SQLite compiled the queue's `... ORDER BY seq LIMIT 1` (the next
+    // URL of a site) anew at every pop, since its equality parameters might change the plan:
+    // 4% of the crawler's CPU at the 3,000-site start (tools/bench/RESULTS-scale.md). Every
+    // statement here is a key lookup or a key-ordered range whatever the values.
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+        true,
+    )?;
     Ok(())
 }
 
