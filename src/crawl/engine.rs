@@ -186,6 +186,27 @@ impl Crawler {
         }
     }
 
+    /// The sitemaps' port: what robots.txt names, what a sitemap lists.
+    pub(super) fn sitemap_desk(&self) -> super::sitemap_links::SitemapDesk<'_> {
+        super::sitemap_links::SitemapDesk {
+            links: self.links(),
+            sitemaps: &self.sitemaps,
+            earlier: &self.earlier,
+        }
+    }
+
+    /// The robots.txt job's ports: the network, the desks, the archiving of its answers, the
+    /// product token its rules are read for, the sitemaps it names.
+    pub(super) fn robots_job(&self) -> super::prereq::RobotsJob<'_> {
+        super::prereq::RobotsJob {
+            net: &self.net,
+            desks: &self.desks,
+            keeping: self.keeping(),
+            robots_token: &self.profile.robots_token,
+            sitemaps: self.sitemap_desk(),
+        }
+    }
+
     /// What the archiving of a record reads besides the answer.
     pub(super) fn keeping(&self) -> Keeping<'_> {
         Keeping {

@@ -4,9 +4,10 @@
 //! ([`page::read`], pure), [`decide`] (pure), the frontier's way in
 //! ([`Links`](super::links::Links)), the desks ([`Desks`](super::desks::Desks): scheduler,
 //! archive desk, journal) and the scheduler's site rules for the pause. Only this file knows
-//! the order, and opens the crawler up into those ports. The stages beside the road — the
-//! robots.txt job (`prereq.rs`), a sitemap's locations (`sitemap_links.rs`), a render
-//! (`render_job.rs`) — are entered with the crawler and open it up the same way.
+//! the order, and opens the crawler up into those ports. The stages beside the road are
+//! types over ports of their own too — the robots.txt job ([`RobotsJob`](super::prereq::RobotsJob)),
+//! a sitemap's locations ([`SitemapDesk`](super::sitemap_links::SitemapDesk)) — but for a render
+//! (`render_job.rs`), whose spawned task keeps the crawler and opens it up the same way.
 
 use std::panic::AssertUnwindSafe;
 use std::time::Instant;
@@ -97,12 +98,15 @@ pub(super) async fn run_caught(
 
 async fn run(crawler: &Crawler, root: &mut Root, job: Job, thread: usize) -> Pace {
     match job {
-        Job::Robots { origin } => super::prereq::run_robots(crawler, root, &origin, thread).await,
+        Job::Robots { origin } => crawler.robots_job().run(root, &origin, thread).await,
         Job::Fetch { origin, candidate } => {
             run_fetch(crawler, root, &origin, *candidate, thread).await
         }
         Job::Chase { origin, chase } => {
-            super::prereq::robots_chain(crawler, root, &origin, *chase, thread).await
+            crawler
+                .robots_job()
+                .chain(root, &origin, *chase, thread)
+                .await
         }
     }
 }
@@ -205,7 +209,7 @@ pub(super) async fn run_fetch(
         root.with(|key| read_answer(desks, &reading, key, origin, &candidate, &f));
     if let (true, Disposition::Archive { notes }) = (is_sitemap(&candidate), &mut disposition) {
         // Queued before the record is written, as a page's links are (see `follow`).
-        let note = root.with(|key| super::sitemap_links::follow(crawler, key, &candidate, &f));
+        let note = root.with(|key| crawler.sitemap_desk().follow(key, &candidate, &f));
         notes.extend(note);
     }
     let disposition = match disposition {
