@@ -35,3 +35,10 @@ pub mod scope;
 pub mod cdx;
 pub mod spool;
 pub mod warc;
+
+// The integration tests' throwaway PostgreSQL server, shared as is with the unit tests that
+// need one (the frontier's, the scheduler's): its `pub` items are for the integration tests.
+#[cfg(test)]
+#[path = "../tests/common/pg_cluster.rs"]
+#[allow(unreachable_pub)]
+pub(crate) mod pg_cluster;

@@ -311,6 +311,8 @@ pub(super) struct Sched {
     limits: Limits,
     /// When a shared frontier was last looked at for other workers' work (`sched/shared.rs`).
     last_poll: Option<Instant>,
+    /// When a shared frontier was last asked whether the whole crawl is over (`sched/shared.rs`).
+    last_over_check: Option<Instant>,
     /// When the frontier's changes are committed (`commits.rs`).
     commits: Commits,
     /// What the dispatcher was last told by `turn`.
@@ -340,6 +342,7 @@ impl Sched {
             content_traps,
             limits,
             last_poll: None,
+            last_over_check: None,
             commits: Commits::new(now),
             dispatcher: Dispatcher::Busy,
             out: Outbox::default(),
@@ -568,6 +571,10 @@ impl Sched {
                             continue;
                         }
                     }
+                }
+                // Waiting out pauses with nothing left anywhere: a shared crawl is over.
+                Next::Wait(_) | Next::Idle if self.shared_over_while_pausing(clock.now) => {
+                    return Turn::Over;
                 }
                 Next::Wait(at) => Some(back.map_or(at, |b| b.min(at))),
                 Next::Idle => back,

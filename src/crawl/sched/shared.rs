@@ -208,6 +208,25 @@ impl Sched {
         }
     }
 
+    /// True when nothing is queued or in flight for any worker of a shared crawl, asked at most
+    /// every [`POLL_EVERY`] while this worker waits out pauses. Then the crawl is over for this
+    /// worker too, without waiting for the pauses of the budgets it gave back to end: a worker
+    /// used to look at each of its last sites once more after its pause (or after another
+    /// worker's), and ended 6–10 s after the crawl's last answer.
+    pub(super) fn shared_over_while_pausing(&mut self, now: Instant) -> bool {
+        if !self.frontier.shared() || self.last_over_check.is_some_and(|t| now < t + POLL_EVERY) {
+            return false;
+        }
+        self.last_over_check = Some(now);
+        match self.frontier.idle_everywhere() {
+            Ok(idle) => idle,
+            Err(e) => {
+                self.fail(e);
+                false
+            }
+        }
+    }
+
     /// When this worker has nothing left: with a shared frontier the crawl is over only when
     /// nothing is queued or in flight for any worker; until then, when to look again.
     pub(super) fn shared_not_over(&mut self, now: Instant) -> Option<Instant> {

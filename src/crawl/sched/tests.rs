@@ -17,6 +17,10 @@ struct Fixture {
 
 impl Fixture {
     fn new(max_pages_per_site: u64) -> Fixture {
+        Fixture::on(Box::new(MemoryFrontier::default()), max_pages_per_site)
+    }
+
+    fn on(frontier: Box<dyn Frontier>, max_pages_per_site: u64) -> Fixture {
         let dir = tempfile::tempdir().unwrap();
         let book = SiteBook::load(&dir.path().join("sites.json")).unwrap();
         let limits = Limits {
@@ -32,13 +36,7 @@ impl Fixture {
             politeness: crate::politeness::PolitenessSettings::default(),
         };
         Fixture {
-            sched: Sched::new(
-                Box::new(MemoryFrontier::default()),
-                book,
-                None,
-                limits,
-                Instant::now(),
-            ),
+            sched: Sched::new(frontier, book, None, limits, Instant::now()),
             optout: OptOutList::load(&[]).unwrap(),
             rules: ScopeRules::new(&RuleSettings::default(), &[]),
             clock: Clock::now(),
@@ -475,4 +473,47 @@ fn a_site_that_keeps_refusing_is_suspended_and_says_so() {
         out.notes
     );
     assert_eq!(f.sched.suspended_with_work(f.clock.wall).len(), 1);
+}
+
+/// A shared crawl's worker (a real PostgreSQL server of the test's own) that still has a
+/// budget waiting out its pause ends as soon as nothing is queued or in flight for anyone:
+/// it used to wait the pause out (or another worker's lease) and look once more.
+#[test]
+fn a_shared_crawl_with_nothing_left_anywhere_ends_without_waiting_out_pauses() {
+    use crate::frontier::postgres::{PostgresFrontier, PostgresSettings};
+    use crate::frontier::sqlite::CrawlIdentity;
+    let pg = crate::pg_cluster::PgCluster::start(&["crawl"]);
+    let identity = CrawlIdentity {
+        name: "test".into(),
+        seeds: vec![format!("{SITE}/")],
+    };
+    let open = |worker: &str| {
+        let settings = PostgresSettings {
+            url: pg.url("crawl"),
+            worker: worker.into(),
+            lease: Duration::from_secs(30),
+        };
+        PostgresFrontier::open(&settings, &identity).unwrap()
+    };
+    let mut a = Fixture::on(Box::new(open("a")), 100);
+    assert!(a.seed(&format!("{SITE}/")));
+    a.sched.commit(a.clock.now);
+    // Worker b takes the seed, fetches it and gives its budget back with a minute's pause.
+    let mut b = open("b");
+    let budget = "ip:127.0.0.1";
+    assert!(matches!(
+        b.lease(budget),
+        Ok(crate::frontier::Lease::Granted(_))
+    ));
+    let seed = b.pop(SITE).unwrap().expect("the seed, queued by a");
+    b.done(&seed.url).unwrap();
+    b.give_back(budget, Duration::from_secs(60), Duration::ZERO)
+        .unwrap();
+    b.commit().unwrap();
+    // Worker a still counts the seed as its site's work: its budget waits for b's pause.
+    a.resolve(SITE);
+    assert!(
+        matches!(a.turn(), Turn::Over),
+        "nothing is left anywhere: the worker ends"
+    );
 }

@@ -237,9 +237,16 @@ fn serve(conn: &mut Conn, rx: &mpsc::Receiver<Task>, beat: &Beat) {
 
 fn heartbeat(conn: &mut Conn, beat: &Beat) -> Result<(), postgres::Error> {
     let lease = beat.lease.as_secs_f64();
-    // One statement: the worker's heartbeat and the expiry of every budget it holds.
+    // One statement: the worker's heartbeat, its rate marks (moved on at most every 30 s:
+    // `archiver status` reads its rate over about the last minute from them) and the expiry
+    // of every budget it holds.
     conn.execute(
-        "WITH w AS (UPDATE workers SET heartbeat = now() WHERE name = $1) \
+        "WITH w AS (UPDATE workers SET heartbeat = now(), \
+           prev_done = CASE WHEN mark_at <= now() - interval '30 seconds' THEN mark_done ELSE prev_done END, \
+           prev_at = CASE WHEN mark_at <= now() - interval '30 seconds' THEN mark_at ELSE prev_at END, \
+           mark_done = CASE WHEN mark_at <= now() - interval '30 seconds' THEN done ELSE mark_done END, \
+           mark_at = CASE WHEN mark_at <= now() - interval '30 seconds' THEN now() ELSE mark_at END \
+           WHERE name = $1) \
          UPDATE budgets SET expires = now() + $2 * interval '1 second' WHERE holder = $1",
         &[&beat.worker, &lease],
     )?;

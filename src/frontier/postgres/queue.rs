@@ -8,7 +8,8 @@ use super::conn::Conn;
 use super::{kind_of, Buffer, Pending, RawRow};
 
 /// One flush, as one statement (one round trip, atomic without a transaction of its own):
-/// seen keys, the in-flight list, site counters, queue rows and budget pauses. Returns the new
+/// seen keys, the in-flight list, site counters, queue rows, budget pauses and the worker's
+/// done count and last batch (for `archiver status`). Returns the new
 /// counters (origin, accepted, queued) of every site it changed.
 ///
 /// Seen keys go in sorted and site rows are upserted sorted by origin, so two workers' flushes
@@ -24,8 +25,6 @@ WITH fresh AS (INSERT INTO seen (key) SELECT k FROM unnest($1::text[]) AS k ORDE
           OR p.key IN (SELECT key FROM fresh)), \
  gone AS (DELETE FROM flight WHERE (key = ANY($2::text[]) AND worker = $3) \
           OR key IN (SELECT key FROM real) RETURNING 1), \
- w AS (UPDATE workers SET done = done + $4::bigint WHERE name = $3 AND $4::bigint > 0 \
-       RETURNING 1), \
  per AS (SELECT site, sum(counted::int)::bigint AS acc, count(*)::bigint AS q \
          FROM real GROUP BY site), \
  s AS (INSERT INTO sites AS x (origin, accepted, queued) SELECT site, acc, q FROM per \
@@ -35,6 +34,9 @@ WITH fresh AS (INSERT INTO seen (key) SELECT k FROM unnest($1::text[]) AS k ORDE
  ins AS (INSERT INTO queue (site, kind, key, url, path, via, attempts) \
          SELECT s.id, real.kind, real.key, real.url, real.path, real.via, real.attempts \
          FROM real JOIN s ON s.origin = real.site ORDER BY real.n RETURNING 1), \
+ w AS (UPDATE workers SET done = done + $4::bigint, batch_at = now(), batch_done = $4::bigint, \
+       batch_queued = (SELECT count(*) FROM ins) \
+       WHERE name = $3 AND ($4::bigint > 0 OR EXISTS (SELECT 1 FROM ins)) RETURNING 1), \
  g AS (SELECT * FROM unnest($13::text[], $14::float8[], $15::bigint[]) AS g(key, ms, backoff)), \
  b AS (UPDATE budgets SET holder = NULL, expires = NULL, \
        last_end = CASE WHEN g.ms > 0 THEN now() ELSE last_end END, \

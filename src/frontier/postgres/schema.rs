@@ -6,15 +6,16 @@ use crate::frontier::sqlite::CrawlIdentity;
 
 /// Bumped whenever the tables change: an older format is brought up to date (see
 /// [`MIGRATIONS`]), a newer one is refused, not guessed at.
-const FORMAT_VERSION: i32 = 2;
+const FORMAT_VERSION: i32 = 3;
 
 /// What brings format N to N+1, in order; a new crawl is created in format 1 and brought up
 /// the same way, so there is one description of every table. Each step only adds (columns with
 /// defaults, tables), so a worker still running the older format keeps working meanwhile.
-const MIGRATIONS: [(i32, &str); 1] = [(
-    1,
-    // Shared per-site state: refusals in a row, budget backoff, robots.txt, payload digests.
-    "
+const MIGRATIONS: [(i32, &str); 2] = [
+    (
+        1,
+        // Shared per-site state: refusals in a row, budget backoff, robots.txt, payload digests.
+        "
 ALTER TABLE sites ADD COLUMN IF NOT EXISTS refusals integer NOT NULL DEFAULT 0;
 ALTER TABLE budgets ADD COLUMN IF NOT EXISTS backoff_ms bigint NOT NULL DEFAULT 0;
 CREATE TABLE IF NOT EXISTS robots (
@@ -30,7 +31,24 @@ CREATE TABLE IF NOT EXISTS digests (
     record_id text
 );
 ",
-)];
+    ),
+    (
+        2,
+        // For `archiver status`: each worker's last batch (its last flush: when, URLs done,
+        // URLs queued) and two marks of its done count, moved on by the heartbeat at most
+        // every 30 s, so its rate over about the last minute is (done - prev_done) /
+        // (now - prev_at).
+        "
+ALTER TABLE workers ADD COLUMN IF NOT EXISTS batch_at timestamptz;
+ALTER TABLE workers ADD COLUMN IF NOT EXISTS batch_done bigint NOT NULL DEFAULT 0;
+ALTER TABLE workers ADD COLUMN IF NOT EXISTS batch_queued bigint NOT NULL DEFAULT 0;
+ALTER TABLE workers ADD COLUMN IF NOT EXISTS mark_done bigint NOT NULL DEFAULT 0;
+ALTER TABLE workers ADD COLUMN IF NOT EXISTS mark_at timestamptz NOT NULL DEFAULT now();
+ALTER TABLE workers ADD COLUMN IF NOT EXISTS prev_done bigint NOT NULL DEFAULT 0;
+ALTER TABLE workers ADD COLUMN IF NOT EXISTS prev_at timestamptz NOT NULL DEFAULT now();
+",
+    ),
+];
 
 /// Every table lives in this schema, so the crawl can share a database with other data.
 pub(super) const SCHEMA_NAME: &str = "archiver";
@@ -157,7 +175,8 @@ pub(super) fn setup(
     }
     tx.execute(
         "INSERT INTO workers (name) VALUES ($1) ON CONFLICT (name) DO UPDATE \
-         SET heartbeat = now(), ended = NULL",
+         SET heartbeat = now(), ended = NULL, mark_done = workers.done, mark_at = now(), \
+         prev_done = workers.done, prev_at = now()",
         &[&worker],
     )?;
     tx.commit()?;

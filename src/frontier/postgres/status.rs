@@ -25,6 +25,8 @@ pub struct Status {
     pub budgets: i64,
     /// URLs finished per second: each live worker's average over its run, added up.
     pub rate_per_second: f64,
+    /// URLs finished per second over about the last minute, the live workers' added up.
+    pub rate_last_minute: f64,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -37,7 +39,20 @@ pub struct WorkerStatus {
     pub leases: i64,
     pub started: String,
     pub heartbeat_age_seconds: f64,
+    /// Up to three of the budgets it leases now (an address, or a host under
+    /// `budget = "host"`), in order.
+    pub leased: Vec<String>,
+    /// URLs it finished per second over about the last minute (30 to 70 s: the window between
+    /// two of its heartbeat's marks and now); 0 unless alive.
+    pub rate_last_minute: f64,
+    /// Its last batch written to the database: how long ago, URLs done, URLs queued.
+    pub last_batch_age_seconds: Option<f64>,
+    pub last_batch_done: i64,
+    pub last_batch_queued: i64,
 }
+
+/// Leased budgets named per worker; the count says how many there are in all.
+const LEASES_SHOWN: i64 = 3;
 
 /// Reads the crawl's state for `archiver status` (read-only: it registers no worker).
 pub fn status(url: &str, lease: Duration) -> Result<Status, FrontierError> {
@@ -78,9 +93,16 @@ pub fn status(url: &str, lease: Duration) -> Result<Status, FrontierError> {
                  (SELECT count(*) FROM flight f WHERE f.worker = w.name), w.done, \
                  (SELECT count(*) FROM budgets b WHERE b.holder = w.name AND b.expires > now()), \
                  to_char(w.started AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), \
-                 EXTRACT(EPOCH FROM now() - w.heartbeat)::float8 \
+                 EXTRACT(EPOCH FROM now() - w.heartbeat)::float8, \
+                 ARRAY(SELECT b.key FROM budgets b WHERE b.holder = w.name AND b.expires > now() \
+                       ORDER BY b.key LIMIT $2), \
+                 CASE WHEN w.heartbeat > now() - $1 * interval '1 second' AND w.ended IS NULL \
+                      THEN (w.done - w.prev_done) \
+                           / GREATEST(EXTRACT(EPOCH FROM now() - w.prev_at), 1) \
+                      ELSE 0 END::float8, \
+                 EXTRACT(EPOCH FROM now() - w.batch_at)::float8, w.batch_done, w.batch_queued \
                  FROM workers w ORDER BY w.started, w.name",
-                &[&lease],
+                &[&lease, &LEASES_SHOWN],
             )?
             .into_iter()
             .map(|r| WorkerStatus {
@@ -92,8 +114,14 @@ pub fn status(url: &str, lease: Duration) -> Result<Status, FrontierError> {
                 leases: r.get(5),
                 started: r.get(6),
                 heartbeat_age_seconds: r.get(7),
+                leased: r.get(8),
+                rate_last_minute: r.get(9),
+                last_batch_age_seconds: r.get(10),
+                last_batch_done: r.get(11),
+                last_batch_queued: r.get(12),
             })
-            .collect();
+            .collect::<Vec<WorkerStatus>>();
+        let rate_last_minute = workers.iter().map(|w| w.rate_last_minute).sum();
         // Each live worker's finished URLs over its run so far, added up.
         let rate: f64 = c
             .query_one(
@@ -115,6 +143,7 @@ pub fn status(url: &str, lease: Duration) -> Result<Status, FrontierError> {
             leases,
             budgets,
             rate_per_second: rate,
+            rate_last_minute,
         })
     };
     q(&mut c).map_err(|e| {

@@ -1,13 +1,8 @@
 //! The PostgreSQL frontier against a real server of its own.
 
-// The integration tests' helper, shared as is: its `pub` items are for them.
-#[path = "../../../tests/common/pg_cluster.rs"]
-#[allow(unreachable_pub)]
-mod pg_cluster;
-
 use super::*;
 use crate::frontier::suite;
-use pg_cluster::PgCluster;
+use crate::pg_cluster::PgCluster;
 
 fn ident() -> CrawlIdentity {
     CrawlIdentity {
@@ -78,6 +73,9 @@ fn an_older_format_is_brought_up_to_date_and_a_newer_one_refused() {
     c.batch_execute(
         "SET search_path = archiver; ALTER TABLE sites DROP COLUMN refusals; \
          ALTER TABLE budgets DROP COLUMN backoff_ms; DROP TABLE robots, digests; \
+         ALTER TABLE workers DROP COLUMN batch_at, DROP COLUMN batch_done, \
+         DROP COLUMN batch_queued, DROP COLUMN mark_done, DROP COLUMN mark_at, \
+         DROP COLUMN prev_done, DROP COLUMN prev_at; \
          UPDATE crawl SET format = 1",
     )
     .unwrap();
@@ -85,13 +83,19 @@ fn an_older_format_is_brought_up_to_date_and_a_newer_one_refused() {
     assert_eq!(b.sites_with_work().unwrap(), ["http://s"]);
     assert_eq!(b.count_refusal("http://s", true).unwrap(), Some(1));
     let format: i32 = c.query_one("SELECT format FROM crawl", &[]).unwrap().get(0);
-    assert_eq!(format, 2);
+    assert_eq!(format, 3);
+    // The worker columns of format 3 are there and written: `status` reads them.
+    b.done(&Url::parse("http://s/1").unwrap()).unwrap();
+    b.commit().unwrap();
+    let st = status(&url, Duration::from_secs(2)).unwrap();
+    let wb = st.workers.iter().find(|w| w.name == "b").unwrap();
+    assert!(wb.last_batch_age_seconds.is_some(), "{wb:?}");
     b.leave().unwrap();
-    c.batch_execute("UPDATE crawl SET format = 3").unwrap();
+    c.batch_execute("UPDATE crawl SET format = 4").unwrap();
     let msg = PostgresFrontier::open(&settings(url, "c"), &ident())
         .unwrap_err()
         .to_string();
-    assert!(msg.contains("frontier format 3"), "{msg}");
+    assert!(msg.contains("frontier format 4"), "{msg}");
 }
 
 #[test]
@@ -182,8 +186,25 @@ fn crawl_identity_workers_leases_and_reaping() {
     assert_eq!((st.queued, st.in_flight, st.seen), (0, 0, 1));
     let wa = st.workers.iter().find(|w| w.name == "a").unwrap();
     assert!(wa.alive && wa.done == 1, "{wa:?}");
+    // Its last batch (the done-mark), its lease still held, its rate since it started.
+    assert_eq!((wa.last_batch_done, wa.last_batch_queued), (1, 0), "{wa:?}");
+    assert!(
+        wa.last_batch_age_seconds
+            .is_some_and(|s| (0.0..60.0).contains(&s)),
+        "{wa:?}"
+    );
+    assert_eq!(wa.leased, ["127.0.0.9"], "{wa:?}");
+    assert!(wa.rate_last_minute > 0.0, "{wa:?}");
+    assert!(
+        (st.rate_last_minute - wa.rate_last_minute).abs() < 1e-9,
+        "{st:?}"
+    );
     let wb = st.workers.iter().find(|w| w.name == "b").unwrap();
     assert!(!wb.alive, "{wb:?}");
+    assert_eq!(
+        wb.rate_last_minute, 0.0,
+        "a gone worker has no rate: {wb:?}"
+    );
     a.leave().unwrap();
 }
 
