@@ -20,6 +20,22 @@ need_gnu_time() {
     [[ -x /usr/bin/time ]] || die "/usr/bin/time is missing: install the Debian package 'time'"
 }
 
+# need_deb PROGRAM PACKAGE: makes sure PROGRAM (a name found on PATH or in /usr/sbin, or a path)
+# exists; installs the Debian PACKAGE with apt-get when running as root, else stops naming it.
+# For the benches' own servers and peers (nginx-light, wget): tools/test.sh installs what the
+# tests need, not these.
+need_deb() {
+    local prog="$1" pkg="$2"
+    found() { command -v "$prog" >/dev/null 2>&1 || [[ -x "/usr/sbin/$prog" ]]; }
+    found && return 0
+    if [[ "$(id -u)" = 0 ]] && command -v apt-get >/dev/null 2>&1; then
+        echo "installing $pkg (apt-get install -y $pkg)"
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$pkg" >/dev/null ||
+            { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$pkg" >/dev/null; }
+    fi
+    found || die "'$prog' is needed: install the Debian package '$pkg'"
+}
+
 # free_port: prints a port the kernel just handed out on 127.0.0.1.
 free_port() {
     python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'

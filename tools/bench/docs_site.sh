@@ -34,9 +34,11 @@ TIMEOUT="${BENCH_TIMEOUT:-1200}"
 VENV="${ARCHIVER_VENV:-$REPO/.venv}"
 
 source "$REPO/tools/lib.sh"
-for tool in python3 nginx wget /usr/bin/time; do
-    command -v "$tool" >/dev/null 2>&1 || die "'$tool' is needed but not found"
-done
+command -v python3 >/dev/null 2>&1 || die "'python3' is needed but not found"
+need_gnu_time
+need_deb nginx nginx-light
+need_deb wget wget
+NGINX="$(command -v nginx || echo /usr/sbin/nginx)"
 [[ -x "$VENV/bin/python" ]] || die "no Python venv with warcio at $VENV (set ARCHIVER_VENV)"
 
 DOCS="${BENCH_DOCS:-}"
@@ -84,7 +86,7 @@ http {
     }
 }
 EOF
-nginx -p "$OUT/nginx" -c "$OUT/nginx/nginx.conf" || die "nginx did not start (see $OUT/nginx/error.log)"
+"$NGINX" -p "$OUT/nginx" -c "$OUT/nginx/nginx.conf" || die "nginx did not start (see $OUT/nginx/error.log)"
 stop_nginx() { [[ -f "$OUT/nginx/nginx.pid" ]] && kill "$(cat "$OUT/nginx/nginx.pid")" 2>/dev/null || true; }
 trap stop_nginx EXIT
 for _ in $(seq 50); do curl -fsS -o /dev/null "$BASE/" 2>/dev/null && break; sleep 0.1; done

@@ -61,8 +61,8 @@ LIMIT="${BENCH_TIMEOUT:-600}"
 NGX_WORKERS="${BENCH_NGINX_WORKERS:-2}"
 FLOOR=5
 PY="$(command -v python3)"
+need_deb nginx nginx-light
 NGINX="$(command -v nginx || echo /usr/sbin/nginx)"
-[[ -x "$NGINX" ]] || die "no nginx binary (apt-get install nginx)"
 need_gnu_time
 
 # Addresses: one per site, or one per three sites under single-host.
