@@ -42,6 +42,9 @@ LAYERS = {
     "warc": 1,
     "cdx": 1,
     "spool": 1,
+    # Test builds only (`#[cfg(test)]` in lib.rs): the throwaway PostgreSQL server of
+    # tests/common, shared with the unit tests that need one; it imports nothing of the crate.
+    "pg_cluster": 0,
 }
 
 # Upward imports tolerated, each as (module, imported module): reason. None is left; an entry
