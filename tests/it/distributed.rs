@@ -257,7 +257,7 @@ fn three_workers_one_killed_finish_one_crawl_politely() {
     );
     assert_eq!(st.code, Some(0), "status: {}", st.stderr);
     assert!(st.stdout.contains("queued 0, in flight 0"), "{}", st.stdout);
-    // Every worker wrote batches; the table says its last one.
+    // The survivors wrote batches (worker 3 may have died before its first): each line says its last.
     let batches = st.stdout.lines().filter(|l| l.contains(" done, ")).count();
     assert!(batches >= 2, "last batches: {}", st.stdout);
     assert!(!st.stdout.contains(SECRET) && !st.stderr.contains(SECRET));

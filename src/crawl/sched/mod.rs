@@ -573,7 +573,9 @@ impl Sched {
                     }
                 }
                 // Waiting out pauses with nothing left anywhere: a shared crawl is over.
-                Next::Wait(_) | Next::Idle if self.shared_over_while_pausing(clock.now) => {
+                // (Not on `Idle`: this worker's own jobs run then, and a robots.txt job has no
+                // in-flight row the check would see.)
+                Next::Wait(_) if self.shared_over_while_pausing(clock.now) => {
                     return Turn::Over;
                 }
                 Next::Wait(at) => Some(back.map_or(at, |b| b.min(at))),

@@ -215,10 +215,15 @@ impl Drop for Db {
     }
 }
 
+/// The longest time between two heartbeats, whatever the lease: the heartbeat also moves on
+/// the rate marks of `archiver status` (at the first beat 30 s after the last move), so the
+/// marks move every 30 to 40 s and the rate's window is 30 to about 70 s: about the last minute.
+const BEAT_AT_MOST: Duration = Duration::from_secs(10);
+
 /// The connection thread's loop: calls as they come, and the heartbeat at least every third of
-/// the lease, so a busy worker is never taken for a dead one.
+/// the lease (and every [`BEAT_AT_MOST`]), so a busy worker is never taken for a dead one.
 fn serve(conn: &mut Conn, rx: &mpsc::Receiver<Task>, beat: &Beat) {
-    let every = (beat.lease / 3).max(Duration::from_millis(200));
+    let every = (beat.lease / 3).clamp(Duration::from_millis(200), BEAT_AT_MOST);
     let mut last = Instant::now();
     loop {
         let wait = every.saturating_sub(last.elapsed());

@@ -46,6 +46,8 @@ ALTER TABLE workers ADD COLUMN IF NOT EXISTS mark_done bigint NOT NULL DEFAULT 0
 ALTER TABLE workers ADD COLUMN IF NOT EXISTS mark_at timestamptz NOT NULL DEFAULT now();
 ALTER TABLE workers ADD COLUMN IF NOT EXISTS prev_done bigint NOT NULL DEFAULT 0;
 ALTER TABLE workers ADD COLUMN IF NOT EXISTS prev_at timestamptz NOT NULL DEFAULT now();
+-- Workers already running count from now, not from their start.
+UPDATE workers SET mark_done = done, prev_done = done;
 ",
     ),
 ];
@@ -193,6 +195,13 @@ pub(super) fn setup(
 
 /// Brings the tables from `format` up to [`FORMAT_VERSION`], under the setup lock.
 fn migrate(tx: &mut postgres::Transaction<'_>, format: i32) -> Result<(), postgres::Error> {
+    if format < FORMAT_VERSION {
+        // The steps alter these tables while workers of the older format may still run. Taken
+        // at once, in the order those workers' statements lock them (their heartbeat: workers,
+        // budgets; their flush: workers, sites, budgets), so this waits for them instead of
+        // deadlocking with them.
+        tx.batch_execute("LOCK TABLE workers, sites, budgets IN ACCESS EXCLUSIVE MODE")?;
+    }
     for (from, step) in MIGRATIONS {
         if from >= format {
             tx.batch_execute(step)?;

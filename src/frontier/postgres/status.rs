@@ -42,8 +42,8 @@ pub struct WorkerStatus {
     /// Up to three of the budgets it leases now (an address, or a host under
     /// `budget = "host"`), in order.
     pub leased: Vec<String>,
-    /// URLs it finished per second over about the last minute (30 to 70 s: the window between
-    /// two of its heartbeat's marks and now); 0 unless alive.
+    /// URLs it finished per second over about the last minute (30 to about 70 s: the window
+    /// from the older of its heartbeat's two marks to now); 0 unless alive.
     pub rate_last_minute: f64,
     /// Its last batch written to the database: how long ago, URLs done, URLs queued.
     pub last_batch_age_seconds: Option<f64>,
@@ -86,22 +86,28 @@ pub fn status(url: &str, lease: Duration) -> Result<Status, FrontierError> {
             "SELECT count(*) FROM budgets WHERE holder IS NOT NULL AND expires > now()",
         )?;
         let budgets = one(c, "SELECT count(*) FROM budgets")?;
+        // A crawl only older workers have run (format 1 or 2; `status` never migrates) has no
+        // rate marks nor batches yet: read as none.
+        let format: i32 = c.query_one("SELECT format FROM crawl", &[])?.get(0);
+        let per_worker = if format >= 3 {
+            "CASE WHEN w.heartbeat > now() - $1 * interval '1 second' AND w.ended IS NULL \
+             THEN (w.done - w.prev_done) / GREATEST(EXTRACT(EPOCH FROM now() - w.prev_at), 1) \
+             ELSE 0 END::float8, \
+             EXTRACT(EPOCH FROM now() - w.batch_at)::float8, w.batch_done, w.batch_queued"
+        } else {
+            "0::float8, NULL::float8, 0::bigint, 0::bigint"
+        };
         let workers = c
             .query(
-                "SELECT w.name, w.heartbeat > now() - $1 * interval '1 second' AND w.ended IS NULL, \
+                &format!("SELECT w.name, w.heartbeat > now() - $1 * interval '1 second' AND w.ended IS NULL, \
                  w.ended IS NOT NULL, \
                  (SELECT count(*) FROM flight f WHERE f.worker = w.name), w.done, \
                  (SELECT count(*) FROM budgets b WHERE b.holder = w.name AND b.expires > now()), \
                  to_char(w.started AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), \
                  EXTRACT(EPOCH FROM now() - w.heartbeat)::float8, \
                  ARRAY(SELECT b.key FROM budgets b WHERE b.holder = w.name AND b.expires > now() \
-                       ORDER BY b.key LIMIT $2), \
-                 CASE WHEN w.heartbeat > now() - $1 * interval '1 second' AND w.ended IS NULL \
-                      THEN (w.done - w.prev_done) \
-                           / GREATEST(EXTRACT(EPOCH FROM now() - w.prev_at), 1) \
-                      ELSE 0 END::float8, \
-                 EXTRACT(EPOCH FROM now() - w.batch_at)::float8, w.batch_done, w.batch_queued \
-                 FROM workers w ORDER BY w.started, w.name",
+                       ORDER BY b.key LIMIT $2), {per_worker} \
+                 FROM workers w ORDER BY w.started, w.name"),
                 &[&lease, &LEASES_SHOWN],
             )?
             .into_iter()

@@ -76,10 +76,27 @@ fn an_older_format_is_brought_up_to_date_and_a_newer_one_refused() {
          ALTER TABLE workers DROP COLUMN batch_at, DROP COLUMN batch_done, \
          DROP COLUMN batch_queued, DROP COLUMN mark_done, DROP COLUMN mark_at, \
          DROP COLUMN prev_done, DROP COLUMN prev_at; \
-         UPDATE crawl SET format = 1",
+         UPDATE crawl SET format = 1; UPDATE workers SET done = 5 WHERE name = 'a'",
     )
     .unwrap();
+    // `status` reads an older crawl as it is (it never migrates): no marks, no batches.
+    let st = status(&url, Duration::from_secs(2)).unwrap();
+    assert!(
+        st.workers
+            .iter()
+            .all(|w| w.last_batch_age_seconds.is_none()),
+        "{st:?}"
+    );
     let mut b = open(url.clone(), "b");
+    // A worker already there counts its rate from the migration, not from its start.
+    let marks: (i64, i64) = c
+        .query_one(
+            "SELECT mark_done, prev_done FROM workers WHERE name = 'a'",
+            &[],
+        )
+        .map(|r| (r.get(0), r.get(1)))
+        .unwrap();
+    assert_eq!(marks, (5, 5));
     assert_eq!(b.sites_with_work().unwrap(), ["http://s"]);
     assert_eq!(b.count_refusal("http://s", true).unwrap(), Some(1));
     let format: i32 = c.query_one("SELECT format FROM crawl", &[]).unwrap().get(0);
