@@ -12,12 +12,7 @@ die() { printf '%s: error: %s\n' "${0##*/}" "$*" >&2; exit 1; }
 # peak RSS and CPU times (Debian package "time"); installs it with apt-get when running as root,
 # else stops with the package to install.
 need_gnu_time() {
-    [[ -x /usr/bin/time ]] && return 0
-    if [[ "$(id -u)" = 0 ]] && command -v apt-get >/dev/null 2>&1; then
-        echo "installing GNU time (apt-get install -y time)"
-        apt-get install -y -qq time >/dev/null || { apt-get update -qq && apt-get install -y -qq time >/dev/null; }
-    fi
-    [[ -x /usr/bin/time ]] || die "/usr/bin/time is missing: install the Debian package 'time'"
+    need_deb /usr/bin/time time
 }
 
 # need_deb PROGRAM PACKAGE: makes sure PROGRAM (a name found on PATH or in /usr/sbin, or a path)
@@ -26,14 +21,18 @@ need_gnu_time() {
 # tests need, not these.
 need_deb() {
     local prog="$1" pkg="$2"
-    found() { command -v "$prog" >/dev/null 2>&1 || [[ -x "/usr/sbin/$prog" ]]; }
-    found && return 0
+    has_program "$prog" && return 0
     if [[ "$(id -u)" = 0 ]] && command -v apt-get >/dev/null 2>&1; then
         echo "installing $pkg (apt-get install -y $pkg)"
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$pkg" >/dev/null ||
             { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$pkg" >/dev/null; }
     fi
-    found || die "'$prog' is needed: install the Debian package '$pkg'"
+    has_program "$prog" || die "'$prog' is needed: install the Debian package '$pkg'"
+}
+
+# has_program PROGRAM: true when PROGRAM is on PATH, in /usr/sbin, or an executable path.
+has_program() {
+    command -v "$1" >/dev/null 2>&1 || [[ -x "/usr/sbin/$1" ]]
 }
 
 # free_port: prints a port the kernel just handed out on 127.0.0.1.

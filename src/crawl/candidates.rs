@@ -107,7 +107,9 @@ pub(super) fn opted_out(list: &OptOutList, candidate: &Candidate) -> Option<Drop
 }
 
 /// The candidate for a URL found on `parent`: one more hop on its discovery path.
-fn child(parent: &Candidate, url: Url, letter: char) -> Candidate {
+/// The candidate a URL found from `parent` becomes: its discovery path grown by `letter`, its
+/// via the parent (also for URLs logged as not followed: a robots.txt redirect, a sitemap's).
+pub(super) fn child(parent: &Candidate, url: Url, letter: char) -> Candidate {
     let mut path = parent.path.clone();
     path.push(letter);
     Candidate {

@@ -6,9 +6,9 @@ use std::time::Instant;
 
 use url::Url;
 
+use super::candidates::child;
 use super::desks::Desks;
-use super::disposition::Keeping;
-use super::disposition::{archive, Kept};
+use super::disposition::{archive, Keeping, Kept};
 use super::fetch::{Net, Request};
 use super::locks::{Free, Key, Root};
 use super::page::{location_of, redirect_target, Location};
@@ -107,12 +107,7 @@ impl RobotsJob<'_> {
             root.with(|key| self.log_unfollowed_redirect(key, &candidate, &f));
             match location {
                 Some(target) if hop < robots::MAX_ROBOTS_REDIRECTS => {
-                    let next = Candidate {
-                        url: target,
-                        path: format!("{}R", candidate.path),
-                        via: Some(candidate.url.clone()),
-                        attempts: 0,
-                    };
+                    let next = child(&candidate, target, 'R');
                     if origin_of(&next.url) != origin {
                         let chase = RobotsChase {
                             owner,
@@ -174,12 +169,7 @@ impl RobotsJob<'_> {
         match location_of(f) {
             Some(Location::Junk(text)) => self.desks.log_bad_location(key, parent, &text),
             Some(Location::Target(url)) if !matches!(url.scheme(), "http" | "https") => {
-                let c = Candidate {
-                    url,
-                    path: format!("{}R", parent.path),
-                    via: Some(parent.url.clone()),
-                    attempts: 0,
-                };
+                let c = child(parent, url, 'R');
                 self.desks
                     .log_unfetched(key, &c, status::OUT_OF_SCOPE, "scope:scheme");
             }

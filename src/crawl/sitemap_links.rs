@@ -5,10 +5,10 @@
 
 use url::Url;
 
+use super::candidates::child;
 use super::links::Links;
 use super::locks::{Free, Key};
-use super::sitemaps::Sitemaps;
-use super::sitemaps::{is_nested, may_list, LISTED, MAX_ROBOTS_SITEMAPS, SITEMAP};
+use super::sitemaps::{is_nested, may_list, Sitemaps, LISTED, MAX_ROBOTS_SITEMAPS, SITEMAP};
 use crate::extract::sitemap::{self, Kind};
 use crate::extract::{Hop, Outlink};
 use crate::frontier::Candidate;
@@ -160,12 +160,7 @@ impl SitemapDesk<'_> {
 
     /// A listed URL not followed, with why.
     fn log_listed(&self, key: &mut Key<Free>, c: &Candidate, url: Url, letter: char, why: &str) {
-        let listed = Candidate {
-            url,
-            path: format!("{}{letter}", c.path),
-            via: Some(c.url.clone()),
-            attempts: 0,
-        };
+        let listed = child(c, url, letter);
         self.links
             .desks
             .log_unfetched(key, &listed, status::OUT_OF_SCOPE, why);

@@ -218,11 +218,17 @@ impl Sched {
             return false;
         }
         self.last_over_check = Some(now);
+        self.idle_everywhere() == Some(true)
+    }
+
+    /// Whether nothing is queued or in flight for any worker; None when the frontier could
+    /// not say (the crawl is then failed, with why).
+    fn idle_everywhere(&mut self) -> Option<bool> {
         match self.frontier.idle_everywhere() {
-            Ok(idle) => idle,
+            Ok(idle) => Some(idle),
             Err(e) => {
                 self.fail(e);
-                false
+                None
             }
         }
     }
@@ -233,13 +239,10 @@ impl Sched {
         if !self.frontier.shared() {
             return None;
         }
-        match self.frontier.idle_everywhere() {
-            Ok(true) => None,
-            Ok(false) => Some(now + POLL_EVERY),
-            Err(e) => {
-                self.fail(e);
-                None
-            }
+        match self.idle_everywhere() {
+            Some(false) => Some(now + POLL_EVERY),
+            // Over, or failed (and so over too).
+            Some(true) | None => None,
         }
     }
 
